@@ -1,0 +1,133 @@
+"""Benchmark: one Replication Subscription to N simulated clusters.
+
+Prints the time from `cnet apply` to every Description being Success (and the Subscription
+showing completedReleases == N), and the resident memory of the hub side (nats-server, hub,
+scheduler, deployer, predictor) and of the agent process hosting the simulated clusters.
+
+    .venv/bin/python bench/replication_rollout.py --clusters 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import psutil
+from clusternet_nats.testing.system import System
+
+REPO = Path(__file__).resolve().parents[1]
+SUBSCRIPTION = "/apis/apps.clusternet.io/v1alpha1/namespaces/default/subscriptions/bench-replication"
+DESCRIPTIONS = "/apis/apps.clusternet.io/v1alpha1/descriptions"
+
+MANIFESTS = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: bench}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: bench}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: web
+          image: nginx:1.25
+          resources: {requests: {cpu: 100m, memory: 64Mi}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: bench}
+spec:
+  ports: [{port: 80}]
+  selector: {app: web}
+---
+apiVersion: apps.clusternet.io/v1alpha1
+kind: Subscription
+metadata: {name: bench-replication, namespace: default}
+spec:
+  subscribers:
+    - clusterAffinity:
+        matchExpressions:
+          - {key: clusters.clusternet.io/cluster-id, operator: Exists}
+  feeds:
+    - {apiVersion: v1, kind: Namespace, name: bench}
+    - {apiVersion: apps/v1, kind: Deployment, name: web, namespace: bench}
+    - {apiVersion: v1, kind: Service, name: web, namespace: bench}
+"""
+
+
+def get_json(url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        data: dict[str, Any] = json.load(resp)
+        return data
+
+
+def rss_mib(pid: int) -> float:
+    return float(psutil.Process(pid).memory_info().rss) / 2**20
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clusters", type=int, default=100)
+    parser.add_argument("--timeout", type=float, default=600.0)
+    args = parser.parse_args()
+
+    workdir = Path(tempfile.mkdtemp(prefix="cnet-bench-"))
+    system = System(workdir, sim_clusters=args.clusters, labels_cycle="env=bench", log_level="warning")
+    t0 = time.monotonic()
+    system.start(timeout=300)
+    startup = time.monotonic() - t0
+    manifest_file = workdir / "bench.yaml"
+    manifest_file.write_text(MANIFESTS)
+    try:
+        mcls = get_json(system.hub_url + "/apis/clusters.clusternet.io/v1beta1/managedclusters")["items"]
+        print(f"clusters registered: {len(mcls)} (system start {startup:.1f}s)")
+        cnet = Path(sys.executable).parent / "cnet"
+        started = time.monotonic()
+        subprocess.run([str(cnet), "--server", system.hub_url, "apply", "-f", str(manifest_file)], check=True)
+        detail = ""
+        while True:
+            sub = get_json(system.hub_url + SUBSCRIPTION)
+            status = sub.get("status") or {}
+            done = status.get("completedReleases", 0)
+            if done >= args.clusters:
+                descs = get_json(system.hub_url + DESCRIPTIONS)["items"]
+                ok = sum(1 for d in descs if (d.get("status") or {}).get("phase") == "Success")
+                if ok >= args.clusters:
+                    break
+                detail = f"{ok} descriptions Success"
+            else:
+                detail = f"completedReleases {done}/{status.get('desiredReleases', 0)}"
+            if time.monotonic() - started > args.timeout:
+                print(f"TIMEOUT after {args.timeout}s: {detail}")
+                return 1
+            time.sleep(0.1)
+        elapsed = time.monotonic() - started
+        print(f"apply -> all {args.clusters} Descriptions Success: {elapsed:.2f}s")
+        hub_side = {name: rss_mib(s.proc.pid) for name, s in system.services.items() if name != "agent" and s.proc}
+        assert system.nats.proc is not None
+        hub_side["nats-server"] = rss_mib(system.nats.proc.pid)
+        for name, mib in sorted(hub_side.items()):
+            print(f"  rss {name:12s} {mib:7.1f} MiB")
+        print(f"hub-side memory total: {sum(hub_side.values()):.1f} MiB")
+        agent = system.services["agent"].proc
+        if agent is not None:
+            print(f"agent process ({args.clusters} simulated clusters): {rss_mib(agent.pid):.1f} MiB")
+    finally:
+        system.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

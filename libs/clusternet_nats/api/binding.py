@@ -1,0 +1,48 @@
+"""The scheduler's decision for one Subscription, kept in the `bindings` bucket.
+
+It is what Clusternet writes into the Subscription's status (bindingClusters, replicas,
+specHash, desiredReleases). Keeping it in its own bucket means the scheduler and the deployer
+(which writes aggregatedStatuses and completedReleases) never compare-and-set the same key;
+the hub merges both into `status` when a user reads the Subscription.
+"""
+
+import hashlib
+import json
+
+from pydantic import Field
+
+from clusternet_nats.api.meta import Model
+
+
+class SubscriptionBinding(Model):
+    subscription_uid: str
+    spec_hash: int
+    binding_clusters: list[str] = Field(default_factory=list)
+    replicas: dict[str, list[int]] = Field(default_factory=dict)
+    desired_releases: int = 0
+
+
+def spec_hash(spec: Model) -> int:
+    """A stable hash of a Subscription's spec, as Clusternet's specHash: FNV-1a 32 of its JSON."""
+    data = json.dumps(spec.to_json_dict(), sort_keys=True, separators=(",", ":")).encode()
+    h = 0x811C9DC5
+    for byte in data:
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def short_hash(*parts: str, length: int = 5) -> str:
+    """Deterministic lowercase suffix for derived names (Clusternet uses a random one)."""
+    digest = hashlib.sha256("/".join(parts).encode()).hexdigest()
+    alphabet = "bcdfghjklmnpqrstvwxz2456789"
+    n = int(digest, 16)
+    out = []
+    for _ in range(length):
+        n, r = divmod(n, len(alphabet))
+        out.append(alphabet[r])
+    return "".join(out)
+
+
+def feed_key(api_version: str, kind: str, namespace: str | None, name: str) -> str:
+    """Key of a feed in `replicas` (Clusternet's GetFeedKey): apiVersion/Kind[/namespace]/name."""
+    return f"{api_version}/{kind}/{namespace}/{name}" if namespace else f"{api_version}/{kind}/{name}"

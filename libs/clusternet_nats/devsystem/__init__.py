@@ -1,0 +1,1 @@
+"""The whole system on one machine, for `make demo` and `make up`."""

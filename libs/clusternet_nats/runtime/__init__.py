@@ -1,0 +1,1 @@
+"""What every service process shares: settings, logging, the NATS connection, health, lifecycle."""

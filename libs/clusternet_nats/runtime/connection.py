@@ -1,0 +1,75 @@
+"""Connecting to NATS so that a service outlives restarts of the server.
+
+The first connection is retried until the server is there (services may start before NATS);
+after that nats-py reconnects forever with a short wait, and every registered informer is told
+to re-create its consumer as soon as the link is back instead of waiting for its next poll.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import nats
+import structlog
+from nats.aio.client import Client as NATS
+
+log = structlog.get_logger(__name__)
+
+
+class Connection:
+    def __init__(self, url: str, name: str, creds: str | None = None) -> None:
+        self.url, self.name, self.creds = url, name, creds
+        self.nc: NATS | None = None
+        self._on_reconnect: list[Callable[[], None]] = []
+        self.errors: list[BaseException] = []
+
+    def on_reconnect(self, callback: Callable[[], None]) -> None:
+        self._on_reconnect.append(callback)
+
+    async def connect(self, timeout: float = 60.0) -> NATS:
+        deadline = asyncio.get_running_loop().time() + timeout
+        delay = 0.1
+        while True:
+            try:
+                self.nc = await nats.connect(
+                    servers=[u.strip() for u in self.url.split(",")],
+                    name=self.name,
+                    user_credentials=self.creds,
+                    allow_reconnect=True,
+                    max_reconnect_attempts=-1,
+                    reconnect_time_wait=0.25,
+                    connect_timeout=2,
+                    ping_interval=5,
+                    max_outstanding_pings=2,
+                    error_cb=self._error,
+                    disconnected_cb=self._disconnected,
+                    reconnected_cb=self._reconnected,
+                )
+                log.info("nats.connected", url=self.nc.connected_url.netloc if self.nc.connected_url else self.url)
+                return self.nc
+            except Exception as err:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+                log.info("nats.connect_retry", url=self.url, error=repr(err))
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    async def close(self) -> None:
+        if self.nc is not None and not self.nc.is_closed:
+            try:
+                await asyncio.wait_for(self.nc.drain(), 5)
+            except Exception:
+                await self.nc.close()
+
+    async def _error(self, err: Exception) -> None:
+        self.errors.append(err)
+        log.warning("nats.error", error=repr(err))
+
+    async def _disconnected(self) -> None:
+        log.info("nats.disconnected")
+
+    async def _reconnected(self) -> None:
+        log.info("nats.reconnected")
+        for callback in self._on_reconnect:
+            callback()

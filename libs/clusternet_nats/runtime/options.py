@@ -1,0 +1,90 @@
+"""Flags every service shares, read from the command line or CNET_* variables alike.
+
+`with_common_options` adds them to a Typer command's signature and hands the command one
+`CommonOptions`, so each service declares only its own flags and no service repeats these.
+"""
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import typer
+from clusternet_nats.runtime.service import CommonOptions
+
+DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
+
+_COMMON: list[inspect.Parameter] = [
+    inspect.Parameter(
+        "nats_url",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=DEFAULT_NATS_URL,
+        annotation=Annotated[
+            str, typer.Option("--nats-url", envvar="CNET_NATS_URL", help="NATS server URL(s), comma-separated.")
+        ],
+    ),
+    inspect.Parameter(
+        "nats_creds",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[
+            str | None, typer.Option("--nats-creds", envvar="CNET_NATS_CREDS", help="NATS credentials file.")
+        ],
+    ),
+    inspect.Parameter(
+        "log_level",
+        inspect.Parameter.KEYWORD_ONLY,
+        default="info",
+        annotation=Annotated[
+            str, typer.Option("--log-level", envvar="CNET_LOG_LEVEL", help="debug, info, warning or error.")
+        ],
+    ),
+    inspect.Parameter(
+        "health_host",
+        inspect.Parameter.KEYWORD_ONLY,
+        default="127.0.0.1",
+        annotation=Annotated[
+            str, typer.Option("--health-host", envvar="CNET_HEALTH_HOST", help="Address of the health server.")
+        ],
+    ),
+    inspect.Parameter(
+        "health_port",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=0,
+        annotation=Annotated[
+            int,
+            typer.Option(
+                "--health-port",
+                envvar="CNET_HEALTH_PORT",
+                help="Port of /healthz, /readyz and /metrics (0: any free port, -1: none).",
+            ),
+        ],
+    ),
+    inspect.Parameter(
+        "replicas",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=1,
+        annotation=Annotated[
+            int,
+            typer.Option(
+                "--stream-replicas", envvar="CNET_STREAM_REPLICAS", help="Replicas of the buckets it creates."
+            ),
+        ],
+    ),
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def with_common_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorates `def main(..., common: CommonOptions)` so Typer shows the shared flags too."""
+    signature = inspect.signature(command)
+    own = [p for name, p in signature.parameters.items() if name != "common"]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> Any:
+        common = CommonOptions(**{p.name: kwargs.pop(p.name) for p in _COMMON})
+        return command(common=common, **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=own + _COMMON)  # type: ignore[attr-defined]
+    return wrapper

@@ -1,0 +1,184 @@
+"""The life of a service process: connect, build, serve health, stop cleanly on SIGTERM.
+
+Every service is the same shape: a set of informers feeding work queues of reconcilers. This
+module owns that shape once, so each service is only its reconcilers: it builds them from a
+ServiceContext, and the context starts informers, waits for them to list, starts the queues,
+reports readiness on `/readyz` and stops everything in order on SIGTERM or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import structlog
+from aiohttp import web
+from clusternet_nats.runtime.connection import Connection
+from clusternet_nats.runtime.logging import configure_logging
+from clusternet_nats.runtime.metrics import Metrics
+from clusternet_nats.store import EventRecorder, Informer, WorkQueue, ensure_buckets
+from clusternet_nats.store.buckets import StoreLayout
+from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext
+
+T = TypeVar("T")
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class CommonOptions:
+    """Settings every service takes, from flags or CNET_* environment variables alike."""
+
+    nats_url: str = "nats://127.0.0.1:4222"
+    nats_creds: str | None = None
+    log_level: str = "info"
+    health_host: str = "127.0.0.1"
+    health_port: int = 0
+    replicas: int = 1
+
+
+class ServiceContext:
+    """What a service builds its reconcilers from; owns their informers and queues."""
+
+    def __init__(self, name: str, options: CommonOptions, conn: Connection, nc: NATS) -> None:
+        self.name = name
+        self.options = options
+        self.conn = conn
+        self.nc = nc
+        self.js: JetStreamContext = nc.jetstream()
+        self.recorder = EventRecorder(self.js, name)
+        self.metrics = Metrics(name)
+        self.informers: list[Informer[object]] = []
+        self.queues: list[WorkQueue] = []
+        self.background: list[Callable[[], Coroutine[Any, Any, None]]] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self.ready = False
+
+    def informer(
+        self, bucket: str, decode: Callable[[str, bytes, int], T], key_filter: str = ">"
+    ) -> Informer[T]:
+        informer: Informer[T] = Informer(self.nc, self.js, bucket, decode, key_filter)
+        self.informers.append(informer)  # type: ignore[arg-type]
+        self.conn.on_reconnect(informer.resync)
+        self.metrics.gauge_fn(f"informer_objects{{bucket=\"{bucket}\"}}", lambda: len(informer.keys()))
+        return informer
+
+    def queue(
+        self,
+        name: str,
+        reconcile: Callable[[str], Awaitable[None]],
+        workers: int = 4,
+        on_parked: Callable[[str, BaseException], Awaitable[None]] | None = None,
+    ) -> WorkQueue:
+        async def counted(key: str) -> None:
+            try:
+                await reconcile(key)
+            except Exception:
+                self.metrics.inc(f'reconcile_total{{queue="{name}",result="error"}}')
+                raise
+            self.metrics.inc(f'reconcile_total{{queue="{name}",result="ok"}}')
+
+        queue = WorkQueue(name, counted, workers=workers, on_parked=on_parked)
+        self.queues.append(queue)
+        self.metrics.gauge_fn(f'workqueue_depth{{queue="{name}"}}', lambda: len(queue))
+        return queue
+
+    def run_forever(self, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """A background loop (heartbeats, timers) started after the informers have listed."""
+        self.background.append(job)
+
+    async def start(self) -> None:
+        for informer in self.informers:
+            await informer.start()
+        for informer in self.informers:
+            await informer.wait_synced()
+        for queue in self.queues:
+            queue.start()
+        for job in self.background:
+            self._tasks.append(asyncio.create_task(job()))
+        self.ready = True
+
+    async def wait_idle(self) -> None:
+        for queue in self.queues:
+            await queue.wait_idle()
+
+    async def stop(self) -> None:
+        self.ready = False
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for queue in self.queues:
+            await queue.stop()
+        for informer in self.informers:
+            await informer.stop()
+
+
+Builder = Callable[[ServiceContext], Awaitable[None]]
+
+
+async def _health_app(ctx: ServiceContext) -> web.AppRunner | None:
+    if ctx.options.health_port < 0:
+        return None
+
+    async def healthz(_: web.Request) -> web.Response:
+        ok = ctx.nc.is_connected
+        return web.Response(status=200 if ok else 503, text="ok" if ok else "nats disconnected")
+
+    async def readyz(_: web.Request) -> web.Response:
+        ok = ctx.ready and ctx.nc.is_connected and all(i.synced for i in ctx.informers)
+        return web.Response(status=200 if ok else 503, text="ok" if ok else "not ready")
+
+    async def metrics(_: web.Request) -> web.Response:
+        ctx.metrics.set("nats_connected", 1 if ctx.nc.is_connected else 0)
+        return web.Response(text=ctx.metrics.render(), content_type="text/plain")
+
+    app = web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, ctx.options.health_host, ctx.options.health_port)
+    await site.start()
+    return runner
+
+
+async def serve(name: str, options: CommonOptions, build: Builder, stop: asyncio.Event) -> None:
+    """Runs one service until `stop` is set."""
+    conn = Connection(options.nats_url, name, options.nats_creds)
+    nc = await conn.connect()
+    ctx = ServiceContext(name, options, conn, nc)
+    await ensure_buckets(ctx.js, StoreLayout(replicas=options.replicas))
+    await build(ctx)
+    runner = await _health_app(ctx)
+    await ctx.start()
+    log.info("service.started", service=name)
+    try:
+        await stop.wait()
+    finally:
+        log.info("service.stopping", service=name)
+        await ctx.stop()
+        if runner is not None:
+            await runner.cleanup()
+        await conn.close()
+        log.info("service.stopped", service=name)
+
+
+def run(name: str, options: CommonOptions, build: Builder) -> None:
+    """Process entry point: logging, signals, serve."""
+    configure_logging(options.log_level)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await serve(name, options, build, stop)
+
+    asyncio.run(main())

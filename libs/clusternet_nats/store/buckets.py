@@ -1,0 +1,74 @@
+"""The buckets and streams the system keeps, created idempotently by whoever starts first.
+
+One bucket per kind holds spec (users write it); a `<kind>-status` bucket holds status
+(controllers write it); `bindings` holds the scheduler's decision for each Subscription, apart
+from the deployer's aggregated status, so two controllers never compare-and-set one key.
+History is 1: the latest value (or tombstone) per key is all a level-triggered reader needs.
+"""
+
+from dataclasses import dataclass
+
+from clusternet_nats.api.registry import all_kinds
+from nats.js import JetStreamContext
+from nats.js.api import KeyValueConfig, RetentionPolicy, StorageType, StreamConfig
+from nats.js.errors import BadRequestError
+
+BINDINGS_BUCKET = "bindings"
+EVENTS_STREAM = "EVENTS"
+EVENTS_SUBJECT_PREFIX = "events"
+EVENTS_MAX_AGE_SECONDS = 24 * 3600
+EVENTS_PER_OBJECT = 200
+MAX_VALUE_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class StoreLayout:
+    replicas: int = 1
+    storage: StorageType = StorageType.FILE
+
+
+def bucket_names() -> list[str]:
+    names = [BINDINGS_BUCKET]
+    for info in all_kinds():
+        names.append(info.bucket)
+        if info.status_bucket:
+            names.append(info.status_bucket)
+    return names
+
+
+async def ensure_buckets(js: JetStreamContext, layout: StoreLayout | None = None) -> None:
+    """Creates every bucket and the events stream if missing; safe to call from every service."""
+    layout = layout or StoreLayout()
+    for name in bucket_names():
+        try:
+            await js.key_value(name)
+        except Exception:
+            try:
+                await js.create_key_value(
+                    KeyValueConfig(
+                        bucket=name,
+                        history=1,
+                        storage=layout.storage,
+                        replicas=layout.replicas,
+                        max_value_size=MAX_VALUE_BYTES,
+                    )
+                )
+            except BadRequestError:
+                # Another service created it between our check and our create.
+                await js.key_value(name)
+    config = StreamConfig(
+        name=EVENTS_STREAM,
+        subjects=[f"{EVENTS_SUBJECT_PREFIX}.>"],
+        retention=RetentionPolicy.LIMITS,
+        max_age=EVENTS_MAX_AGE_SECONDS,
+        max_msgs_per_subject=EVENTS_PER_OBJECT,
+        storage=layout.storage,
+        num_replicas=layout.replicas,
+    )
+    try:
+        await js.stream_info(EVENTS_STREAM)
+    except Exception:
+        try:
+            await js.add_stream(config)
+        except BadRequestError:
+            await js.stream_info(EVENTS_STREAM)

@@ -1,0 +1,26 @@
+"""Store errors, shaped like the Kubernetes API's (NotFound, AlreadyExists, Conflict)."""
+
+
+class StoreError(Exception):
+    """Base of all store errors."""
+
+
+class NotFoundError(StoreError):
+    def __init__(self, bucket: str, key: str) -> None:
+        super().__init__(f"{bucket} {key!r} not found")
+        self.bucket, self.key = bucket, key
+
+
+class ConflictError(StoreError):
+    """A compare-and-set lost: someone else wrote the key since we read it."""
+
+    def __init__(self, bucket: str, key: str, detail: str = "") -> None:
+        msg = f"conflict writing {bucket} {key!r}: the object has been modified; read it again and retry"
+        super().__init__(f"{msg} ({detail})" if detail else msg)
+        self.bucket, self.key = bucket, key
+
+
+class AlreadyExistsError(ConflictError):
+    def __init__(self, bucket: str, key: str) -> None:
+        StoreError.__init__(self, f"{bucket} {key!r} already exists")
+        self.bucket, self.key = bucket, key

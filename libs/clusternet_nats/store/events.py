@@ -1,0 +1,99 @@
+"""Kubernetes-style Events for humans, on a stream keyed by the object they are about.
+
+Subjects are `events.<Kind>.<namespace or _>.<name>`, so `cnet describe` reads one object's
+events with one subject filter, and `nats sub 'events.>'` shows the whole system's story live.
+Recording is best-effort: losing an Event never fails a reconcile.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import structlog
+from clusternet_nats.api.events import Event
+from clusternet_nats.api.meta import KubeObject, utcnow
+from clusternet_nats.store.buckets import EVENTS_STREAM, EVENTS_SUBJECT_PREFIX
+from clusternet_nats.store.keys import object_key
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+log = structlog.get_logger(__name__)
+
+
+def event_subject(kind: str, namespace: str | None, name: str) -> str:
+    return f"{EVENTS_SUBJECT_PREFIX}.{kind}.{namespace or '_'}.{object_key(None, name)}"
+
+
+class EventRecorder:
+    def __init__(self, js: JetStreamContext, component: str) -> None:
+        self.js = js
+        self.component = component
+
+    async def record(self, obj: KubeObject, type_: str, reason: str, message: str) -> None:
+        now = utcnow()
+        event = Event.model_validate(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {
+                    "name": f"{obj.name}.{uuid.uuid4().hex[:16]}",
+                    "namespace": obj.metadata.namespace or "default",
+                },
+                "involvedObject": {
+                    "apiVersion": obj.api_version,
+                    "kind": obj.kind,
+                    "namespace": obj.metadata.namespace,
+                    "name": obj.name,
+                    "uid": obj.metadata.uid,
+                },
+                "reason": reason,
+                "message": message,
+                "type": type_,
+                "source": {"component": self.component},
+                "reportingComponent": self.component,
+                "firstTimestamp": now,
+                "lastTimestamp": now,
+                "count": 1,
+            }
+        )
+        try:
+            await self.js.publish(
+                event_subject(obj.kind, obj.metadata.namespace, obj.name),
+                event.to_json(),
+                headers={"Content-Type": "application/json"},
+            )
+        except Exception as err:
+            log.warning("event.not_recorded", reason=reason, object=obj.namespaced_name(), error=repr(err))
+
+    async def normal(self, obj: KubeObject, reason: str, message: str) -> None:
+        await self.record(obj, "Normal", reason, message)
+
+    async def warning(self, obj: KubeObject, reason: str, message: str) -> None:
+        await self.record(obj, "Warning", reason, message)
+
+
+async def list_events(
+    js: JetStreamContext, kind: str | None = None, namespace: str | None = None, name: str | None = None
+) -> list[Event]:
+    """Stored events, oldest first, for one object or (with Nones) for everything."""
+    subject = (
+        event_subject(kind, namespace, name) if kind and name else f"{EVENTS_SUBJECT_PREFIX}.{kind or '*'}.>"
+    )
+    config = ConsumerConfig(
+        ack_policy=AckPolicy.NONE,
+        deliver_policy=DeliverPolicy.ALL,
+        inactive_threshold=10.0,
+        mem_storage=True,
+    )
+    sub = await js.pull_subscribe(subject, stream=EVENTS_STREAM, config=config)
+    events: list[Event] = []
+    try:
+        pending = (await sub.consumer_info()).num_pending or 0
+        while pending > 0:
+            msgs = await sub.fetch(min(pending, 1000), timeout=2.0)
+            for msg in msgs:
+                events.append(Event.model_validate_json(msg.data))
+            pending -= len(msgs)
+    finally:
+        await sub.unsubscribe()
+    return events

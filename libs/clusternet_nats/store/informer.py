@@ -1,0 +1,215 @@
+"""An informer over one KV bucket: list every key, then follow changes, into a local cache.
+
+Why not nats-py's `kv.watch()`: it rides an ordered push consumer that, after a nats-server
+restart, took about 15 s to notice (measured, see docs/architecture.md). Here a pull consumer
+with no acks is read in a loop; the informer remembers the last stream sequence it applied and,
+whenever its consumer is gone (server restart, lost connection, consumer expired), makes a new
+one that starts right after it. Nothing is missed and nothing is replayed twice, so resuming
+takes one consumer creation once the connection is back. If the stream itself was reset (its
+last sequence is behind ours), it relists from scratch and reports the keys that vanished.
+
+Handlers are plain callables that should only enqueue keys (see WorkQueue): reconcilers read
+the latest state from the cache when they run, so missed, merged or reordered notifications
+change nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+import structlog
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+T = TypeVar("T")
+Handler = Callable[[str, "T | None"], None]
+
+_FETCH_BATCH = 512
+_FETCH_TIMEOUT = 1.0
+_LIVENESS_EVERY = 2.0
+_DELETE_OPS = {"DEL", "PURGE"}
+
+log = structlog.get_logger(__name__)
+
+
+class Informer(Generic[T]):
+    """Mirror of one bucket (optionally one key filter) with change notifications."""
+
+    def __init__(
+        self,
+        nc: NATS,
+        js: JetStreamContext,
+        bucket: str,
+        decode: Callable[[str, bytes, int], T],
+        key_filter: str = ">",
+    ) -> None:
+        self.nc, self.js = nc, js
+        self.bucket = bucket
+        self.stream = f"KV_{bucket}"
+        self.subject_prefix = f"$KV.{bucket}."
+        self.key_filter = key_filter
+        self.decode = decode
+        self._cache: dict[str, T] = {}
+        self._revisions: dict[str, int] = {}
+        self._handlers: list[Handler[T]] = []
+        self._last_seq = 0
+        self._synced = asyncio.Event()
+        self._reset = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._log = log.bind(bucket=bucket, key_filter=key_filter)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def get(self, key: str) -> T | None:
+        return self._cache.get(key)
+
+    def revision(self, key: str) -> int:
+        return self._revisions.get(key, 0)
+
+    def keys(self) -> list[str]:
+        return list(self._cache)
+
+    def items(self) -> Iterator[tuple[str, T]]:
+        return iter(list(self._cache.items()))
+
+    def values(self) -> list[T]:
+        return list(self._cache.values())
+
+    @property
+    def synced(self) -> bool:
+        return self._synced.is_set()
+
+    # -- running ---------------------------------------------------------------------------
+
+    def add_handler(self, handler: Handler[T]) -> None:
+        self._handlers.append(handler)
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"informer:{self.bucket}")
+
+    async def wait_synced(self, timeout: float | None = None) -> None:
+        await asyncio.wait_for(self._synced.wait(), timeout)
+
+    def resync(self) -> None:
+        """Asks for a new consumer now (called on reconnect, so recovery does not wait a poll)."""
+        self._reset.set()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        backoff = 0.1
+        while True:
+            try:
+                await self._follow()
+                backoff = 0.1
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:
+                self._log.info("informer.reconnecting", error=repr(err))
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._reset.wait(), backoff)
+                backoff = min(backoff * 2, 1.0)
+
+    async def _follow(self) -> None:
+        self._reset.clear()
+        relist = await self._stream_was_reset()
+        if relist:
+            self._last_seq = 0
+            self._revisions.clear()
+        config = ConsumerConfig(
+            ack_policy=AckPolicy.NONE,
+            inactive_threshold=30.0,
+            mem_storage=True,
+            max_ack_pending=-1,
+        )
+        if self._last_seq:
+            config.deliver_policy = DeliverPolicy.BY_START_SEQUENCE
+            config.opt_start_seq = self._last_seq + 1
+        else:
+            config.deliver_policy = DeliverPolicy.LAST_PER_SUBJECT
+        sub = await self.js.pull_subscribe(self.subject_prefix + self.key_filter, stream=self.stream, config=config)
+        seen: set[str] | None = set() if relist or not self.synced else None
+        try:
+            info = await sub.consumer_info()
+            if info.num_pending == 0:
+                self._mark_synced(seen)
+                seen = None
+            last_check = time.monotonic()
+            while not self._reset.is_set():
+                try:
+                    msgs = await sub.fetch(_FETCH_BATCH, timeout=_FETCH_TIMEOUT)
+                except TimeoutError:
+                    if time.monotonic() - last_check > _LIVENESS_EVERY:
+                        await sub.consumer_info()  # raises if the consumer or server went away
+                        last_check = time.monotonic()
+                    continue
+                for msg in msgs:
+                    self._apply(msg, seen)
+                    if seen is not None and msg.metadata.num_pending == 0:
+                        self._mark_synced(seen)
+                        seen = None
+                last_check = time.monotonic()
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+    async def _stream_was_reset(self) -> bool:
+        if not self._last_seq:
+            return False
+        info = await self.js.stream_info(self.stream)
+        return int(info.state.last_seq) < self._last_seq
+
+    def _mark_synced(self, seen: set[str] | None) -> None:
+        if seen is not None and self.synced:
+            for key in [k for k in self._cache if k not in seen]:
+                self._remove(key)
+        if not self.synced:
+            self._log.debug("informer.synced", objects=len(self._cache))
+        self._synced.set()
+
+    def _apply(self, msg: Msg, seen: set[str] | None) -> None:
+        seq = msg.metadata.sequence.stream
+        self._last_seq = max(self._last_seq, seq)
+        key = msg.subject[len(self.subject_prefix) :]
+        headers = msg.headers or {}
+        deleted = headers.get("KV-Operation") in _DELETE_OPS or "Nats-Marker-Reason" in headers
+        if deleted:
+            self._remove(key)
+            return
+        if seen is not None:
+            seen.add(key)
+        if self._revisions.get(key, 0) >= seq:
+            return
+        try:
+            value = self.decode(key, msg.data, seq)
+        except Exception as err:
+            self._log.warning("informer.undecodable", key=key, revision=seq, error=str(err))
+            return
+        self._cache[key] = value
+        self._revisions[key] = seq
+        self._notify(key, value)
+
+    def _remove(self, key: str) -> None:
+        if key in self._cache:
+            del self._cache[key]
+            self._revisions.pop(key, None)
+            self._notify(key, None)
+
+    def _notify(self, key: str, value: T | None) -> None:
+        for handler in self._handlers:
+            try:
+                handler(key, value)
+            except Exception as err:
+                self._log.error("informer.handler_failed", key=key, error=repr(err))

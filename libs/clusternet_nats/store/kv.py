@@ -1,0 +1,273 @@
+"""Typed, compare-and-set access to KV buckets.
+
+Every write carries the revision it was based on (`Nats-Expected-Last-Subject-Sequence`), so a
+write built on a stale read fails with ConflictError instead of silently undoing someone
+else's change. The KV revision is the object's `metadata.resourceVersion`. Writes go through
+`js.publish` rather than nats-py's KV helpers only so each message can say its encoding in a
+`Content-Type` header; the wire protocol is the KV protocol unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from clusternet_nats.api.meta import KubeObject, utcnow
+from clusternet_nats.api.registry import KindInfo
+from clusternet_nats.store.errors import AlreadyExistsError, ConflictError
+from clusternet_nats.store.errors import NotFoundError as ObjectNotFoundError
+from clusternet_nats.store.keys import object_key
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, Header
+from nats.js.errors import APIError, KeyDeletedError, KeyNotFoundError, NotFoundError
+from nats.js.kv import KV_DEL, KV_OP, KV_PURGE, KeyValue
+from pydantic import BaseModel
+
+JSON_CONTENT_TYPE = "application/json"
+_WRONG_LAST_SEQUENCE = (10071, 10164)
+_DELETED = (KV_DEL, KV_PURGE)
+
+T = TypeVar("T", bound=BaseModel)
+K = TypeVar("K", bound=KubeObject)
+
+
+@dataclass(frozen=True)
+class Versioned(Generic[T]):
+    value: T
+    revision: int
+
+
+class JsonBucket:
+    """Raw bytes by key, with CAS; the one place that speaks the KV wire protocol."""
+
+    def __init__(self, js: JetStreamContext, name: str) -> None:
+        self.js = js
+        self.name = name
+        self._kv: KeyValue | None = None
+
+    @property
+    def prefix(self) -> str:
+        return f"$KV.{self.name}."
+
+    async def _bucket(self) -> KeyValue:
+        if self._kv is None:
+            self._kv = await self.js.key_value(self.name)
+        return self._kv
+
+    async def get(self, key: str) -> tuple[bytes, int] | None:
+        kv = await self._bucket()
+        try:
+            entry = await kv.get(key, validate_keys=False)
+        except (KeyNotFoundError, KeyDeletedError, NotFoundError):
+            return None
+        return entry.value or b"", entry.revision or 0
+
+    async def write(self, key: str, data: bytes, revision: int) -> int:
+        """Writes iff the key's latest revision is `revision` (0: the key must not exist)."""
+        headers = {Header.EXPECTED_LAST_SUBJECT_SEQUENCE: str(revision), "Content-Type": JSON_CONTENT_TYPE}
+        try:
+            ack = await self.js.publish(self.prefix + key, data, headers=headers)
+        except APIError as err:
+            if err.err_code in _WRONG_LAST_SEQUENCE:
+                raise ConflictError(self.name, key, err.description or "") from err
+            raise
+        return int(ack.seq)
+
+    async def create(self, key: str, data: bytes) -> int:
+        try:
+            return await self.write(key, data, 0)
+        except ConflictError:
+            # A deleted key keeps a tombstone: creating over it must name the tombstone's revision.
+            kv = await self._bucket()
+            try:
+                await kv.get(key, validate_keys=False)
+            except KeyNotFoundError as err:
+                if err.entry is None:
+                    raise
+                try:
+                    return await self.write(key, data, err.entry.revision or 0)
+                except ConflictError:
+                    raise AlreadyExistsError(self.name, key) from None
+            raise AlreadyExistsError(self.name, key) from None
+
+    async def delete(self, key: str, revision: int | None = None) -> None:
+        headers = {KV_OP: KV_DEL}
+        if revision:
+            headers[Header.EXPECTED_LAST_SUBJECT_SEQUENCE] = str(revision)
+        try:
+            await self.js.publish(self.prefix + key, b"", headers=headers)
+        except APIError as err:
+            if err.err_code in _WRONG_LAST_SEQUENCE:
+                raise ConflictError(self.name, key, err.description or "") from err
+            raise
+
+    async def entries(self, key_filter: str = ">", headers_only: bool = False) -> list[tuple[str, bytes, int]]:
+        """(key, value, revision) of every live key matching a subject filter, in one consumer pass.
+
+        nats-py's `kv.keys(filters=...)` matches substrings over a watch of the whole bucket;
+        this asks the server to filter, and returns values too so a list is not N round trips.
+        """
+        config = ConsumerConfig(
+            ack_policy=AckPolicy.NONE,
+            deliver_policy=DeliverPolicy.LAST_PER_SUBJECT,
+            headers_only=headers_only,
+            inactive_threshold=10.0,
+            mem_storage=True,
+        )
+        sub = await self.js.pull_subscribe(self.prefix + key_filter, stream=f"KV_{self.name}", config=config)
+        out: list[tuple[str, bytes, int]] = []
+        try:
+            pending = (await sub.consumer_info()).num_pending or 0
+            while pending > 0:
+                msgs = await sub.fetch(min(pending, 1024), timeout=5.0)
+                for msg in msgs:
+                    pending = msg.metadata.num_pending or 0
+                    if (msg.headers or {}).get(KV_OP) in _DELETED:
+                        continue
+                    out.append((msg.subject[len(self.prefix) :], msg.data, msg.metadata.sequence.stream))
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+        return out
+
+    async def keys(self, key_filter: str = ">") -> list[str]:
+        return [key for key, _, _ in await self.entries(key_filter, headers_only=True)]
+
+
+class StatusStore(Generic[T]):
+    """Status (or any controller-owned record) by key, kept apart from spec."""
+
+    def __init__(self, js: JetStreamContext, bucket: str, model: type[T]) -> None:
+        self.bucket = JsonBucket(js, bucket)
+        self.model = model
+
+    def decode(self, data: bytes) -> T:
+        return self.model.model_validate_json(data)
+
+    async def get(self, key: str) -> Versioned[T] | None:
+        found = await self.bucket.get(key)
+        if found is None:
+            return None
+        return Versioned(self.decode(found[0]), found[1])
+
+    async def put(self, key: str, value: T, revision: int) -> int:
+        """CAS write; revision 0 creates."""
+        data = value.model_dump_json(by_alias=True, exclude_none=True).encode()
+        if revision == 0:
+            return await self.bucket.create(key, data)
+        return await self.bucket.write(key, data, revision)
+
+    async def delete(self, key: str) -> None:
+        await self.bucket.delete(key)
+
+
+class ObjectStore(Generic[K]):
+    """One kind's spec bucket: create, read, update and delete with Kubernetes semantics.
+
+    The server side of the API lives here (uid, creationTimestamp, generation), so that the hub,
+    the bridge and controllers that create objects all agree on them.
+    """
+
+    def __init__(self, js: JetStreamContext, info: KindInfo) -> None:
+        self.info = info
+        self.model: type[K] = info.model  # type: ignore[assignment]
+        self.bucket = JsonBucket(js, info.bucket)
+
+    def key(self, namespace: str | None, name: str) -> str:
+        return object_key(namespace if self.info.namespaced else None, name)
+
+    def key_of(self, obj: KubeObject) -> str:
+        return self.key(obj.metadata.namespace, obj.name)
+
+    def decode(self, data: bytes, revision: int) -> K:
+        obj = self.model.model_validate_json(data)
+        obj.metadata.resource_version = str(revision)
+        return obj
+
+    @staticmethod
+    def encode(obj: KubeObject) -> bytes:
+        without_status = {"status": None} if "status" in type(obj).model_fields else {}
+        stored = obj.model_copy(deep=True, update=without_status)
+        stored.metadata.resource_version = None
+        return stored.to_json()
+
+    async def get(self, namespace: str | None, name: str) -> K | None:
+        found = await self.bucket.get(self.key(namespace, name))
+        return None if found is None else self.decode(*found)
+
+    async def require(self, namespace: str | None, name: str) -> K:
+        obj = await self.get(namespace, name)
+        if obj is None:
+            raise ObjectNotFoundError(self.info.plural, self.key(namespace, name))
+        return obj
+
+    async def list(self, namespace: str | None = None) -> list[K]:
+        key_filter = f"{namespace}.>" if namespace and self.info.namespaced else ">"
+        entries = sorted(await self.bucket.entries(key_filter))
+        return [self.decode(data, revision) for _, data, revision in entries]
+
+    async def create(self, obj: K) -> K:
+        obj = obj.model_copy(deep=True)
+        meta = obj.metadata
+        meta.uid = meta.uid or str(uuid.uuid4())
+        meta.creation_timestamp = meta.creation_timestamp or utcnow()
+        meta.generation = 1
+        revision = await self.bucket.create(self.key_of(obj), self.encode(obj))
+        meta.resource_version = str(revision)
+        return obj
+
+    async def update(self, obj: K, current: K | None = None) -> K:
+        """CAS on obj.metadata.resourceVersion; keeps uid/creationTimestamp, bumps generation on spec change."""
+        key = self.key_of(obj)
+        current = current or await self.get(obj.metadata.namespace, obj.name)
+        if current is None:
+            raise ObjectNotFoundError(self.info.plural, key)
+        expected = int(obj.metadata.resource_version or current.metadata.resource_version or 0)
+        obj = obj.model_copy(deep=True)
+        meta = obj.metadata
+        meta.uid = current.metadata.uid
+        meta.creation_timestamp = current.metadata.creation_timestamp
+        generation = current.metadata.generation or 1
+        if _spec_of(obj) != _spec_of(current):
+            generation += 1
+        meta.generation = generation
+        if self.encode(obj) == self.encode(current):
+            return current
+        revision = await self.bucket.write(key, self.encode(obj), expected)
+        meta.resource_version = str(revision)
+        return obj
+
+    async def apply(self, obj: K) -> K:
+        """Create, or replace the latest version (what `kubectl apply` means to a user)."""
+        for _ in range(5):
+            current = await self.get(obj.metadata.namespace, obj.name)
+            if current is None:
+                try:
+                    return await self.create(obj)
+                except AlreadyExistsError:
+                    continue
+            replacement = obj.model_copy(deep=True)
+            replacement.metadata.resource_version = current.metadata.resource_version
+            try:
+                return await self.update(replacement, current)
+            except ConflictError:
+                continue
+        raise ConflictError(self.info.plural, self.key_of(obj), "gave up after 5 attempts")
+
+    async def delete(self, namespace: str | None, name: str, resource_version: str | None = None) -> bool:
+        """Deletes; False when there was nothing to delete."""
+        key = self.key(namespace, name)
+        found = await self.bucket.get(key)
+        if found is None:
+            return False
+        await self.bucket.delete(key, int(resource_version) if resource_version else found[1])
+        return True
+
+
+def _spec_of(obj: KubeObject) -> object:
+    data = obj.to_json_dict()
+    for field in ("apiVersion", "kind", "metadata", "status"):
+        data.pop(field, None)
+    return data

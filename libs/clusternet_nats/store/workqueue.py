@@ -1,0 +1,134 @@
+"""A de-duplicating work queue of keys with bounded retries, as client-go's workqueue.
+
+A key waiting in the queue is queued once however many events name it; a key being processed
+is not processed twice at once; a key added while it is processed is processed again after.
+Failures are retried with exponential backoff, and after `max_retries` the key is parked: an
+`on_parked` callback (a Warning Event, typically) tells a human, and the next change of the
+object brings it back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+
+class Reconciler(Protocol):
+    """Brings the world in line with the latest state of one key; must be idempotent."""
+
+    async def reconcile(self, key: str) -> None: ...
+
+
+class WorkQueue:
+    def __init__(
+        self,
+        name: str,
+        reconcile: Callable[[str], Awaitable[None]],
+        workers: int = 4,
+        max_retries: int = 8,
+        base_delay: float = 0.05,
+        max_delay: float = 10.0,
+        on_parked: Callable[[str, BaseException], Awaitable[None]] | None = None,
+    ) -> None:
+        self.name = name
+        self._reconcile = reconcile
+        self._workers = workers
+        self._max_retries = max_retries
+        self._base_delay, self._max_delay = base_delay, max_delay
+        self._on_parked = on_parked
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._queued: set[str] = set()
+        self._active: set[str] = set()
+        self._dirty: set[str] = set()
+        self._failures: dict[str, int] = {}
+        self._retry_timers: dict[str, asyncio.TimerHandle] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._log = log.bind(queue=name)
+
+    def add(self, key: str) -> None:
+        self._failures.pop(key, None)
+        timer = self._retry_timers.pop(key, None)
+        if timer:
+            timer.cancel()
+        self._enqueue(key)
+
+    def _enqueue(self, key: str) -> None:
+        if key in self._active:
+            self._dirty.add(key)
+            return
+        if key in self._queued:
+            return
+        self._queued.add(key)
+        self._idle.clear()
+        self._queue.put_nowait(key)
+
+    def __len__(self) -> int:
+        return len(self._queued) + len(self._active) + len(self._retry_timers)
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+    def start(self) -> None:
+        for i in range(self._workers):
+            self._tasks.append(asyncio.create_task(self._work(), name=f"{self.name}-worker-{i}"))
+
+    async def stop(self) -> None:
+        for timer in self._retry_timers.values():
+            timer.cancel()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+
+    async def _work(self) -> None:
+        while True:
+            key = await self._queue.get()
+            self._queued.discard(key)
+            self._active.add(key)
+            try:
+                await self._reconcile(key)
+                self._failures.pop(key, None)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:
+                await self._failed(key, err)
+            finally:
+                self._active.discard(key)
+                if key in self._dirty:
+                    self._dirty.discard(key)
+                    self._enqueue(key)
+                self._update_idle()
+
+    async def _failed(self, key: str, err: Exception) -> None:
+        tries = self._failures.get(key, 0) + 1
+        self._failures[key] = tries
+        if tries > self._max_retries:
+            self._failures.pop(key, None)
+            self._dirty.discard(key)
+            self._log.error("workqueue.parked", key=key, tries=tries, error=repr(err))
+            if self._on_parked is not None:
+                with contextlib.suppress(Exception):
+                    await self._on_parked(key, err)
+            return
+        delay = min(self._base_delay * 2 ** (tries - 1), self._max_delay)
+        self._log.info("workqueue.retry", key=key, tries=tries, delay=delay, error=repr(err))
+        loop = asyncio.get_running_loop()
+        self._retry_timers[key] = loop.call_later(delay, self._retry, key)
+
+    def _retry(self, key: str) -> None:
+        self._retry_timers.pop(key, None)
+        self._enqueue(key)
+
+    def _update_idle(self) -> None:
+        if not self._queued and not self._active and not self._retry_timers:
+            self._idle.set()

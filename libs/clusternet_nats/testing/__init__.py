@@ -1,0 +1,1 @@
+"""A first-class test environment: real NATS, real service processes, simulated clusters."""

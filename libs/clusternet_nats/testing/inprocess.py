@@ -1,0 +1,24 @@
+"""Run a service's builder in this event loop against a real NATS, for integration tests.
+
+End-to-end tests start services as processes (testing.system); this is for testing one
+service's reconcilers quickly, with the same ServiceContext they get in production.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from clusternet_nats.runtime.service import Builder, CommonOptions, serve
+
+
+@contextlib.asynccontextmanager
+async def running_service(name: str, build: Builder, nats_url: str) -> AsyncIterator[None]:
+    stop = asyncio.Event()
+    task = asyncio.create_task(serve(name, CommonOptions(nats_url=nats_url, health_port=-1), build, stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 15)

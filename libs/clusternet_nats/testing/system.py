@@ -1,0 +1,191 @@
+"""The whole system as real processes: NATS, hub, scheduler, deployer, predictor and agents.
+
+End-to-end tests, `make demo`, `make up` and the benchmarks all start the system through this
+one class, so what the tests prove is what users run. Each service is its own OS process
+(`python -m clusternet_nats.<service>`) talking only over NATS; any of them, or NATS itself,
+can be killed and restarted mid-test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clusternet_nats.testing.natsserver import NatsServer, free_port
+
+HUB_SIDE_SERVICES = ("hub", "scheduler", "deployer", "predictor")
+DEFAULT_LABELS_CYCLE = "env=prod,region=ap-shanghai;env=staging,region=ap-beijing;env=prod,region=ap-beijing"
+
+
+@dataclass
+class ServiceProcess:
+    """One service process, restartable with the same arguments."""
+
+    name: str
+    module: str
+    args: list[str]
+    log_path: Path
+    health_port: int
+    env: dict[str, str] = field(default_factory=dict)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> None:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child process
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", self.module, *self.args, "--health-port", str(self.health_port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **self.env},
+            start_new_session=True,
+        )
+        log.close()
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        """SIGTERM, as Kubernetes would; returns the exit code."""
+        if self.proc is None:
+            return None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        self.proc = None
+        return code
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def ready(self) -> bool:
+        if not self.running:
+            return False
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=0.5) as resp:
+                return bool(resp.status == 200)
+        except OSError:
+            return False
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+class System:
+    """NATS plus every service plus simulated clusters, in a work directory."""
+
+    def __init__(
+        self,
+        workdir: str | os.PathLike[str],
+        sim_clusters: int = 3,
+        labels_cycle: str = DEFAULT_LABELS_CYCLE,
+        cluster_prefix: str = "sim",
+        hub_port: int | None = None,
+        nats_port: int | None = None,
+        log_level: str = "info",
+        agent_args: tuple[str, ...] = (),
+    ) -> None:
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.nats = NatsServer(store_dir=self.workdir / "nats", port=nats_port)
+        self.hub_port = hub_port or free_port()
+        self.log_level = log_level
+        self.services: dict[str, ServiceProcess] = {}
+        common = ["--nats-url", self.nats.url, "--log-level", log_level]
+        for name in HUB_SIDE_SERVICES:
+            extra = ["--listen", f"127.0.0.1:{self.hub_port}"] if name == "hub" else []
+            self._add(name, f"clusternet_nats.{name}", [*common, *extra])
+        if sim_clusters:
+            self._add(
+                "agent",
+                "clusternet_nats.agent",
+                [
+                    *common,
+                    "--cluster-name",
+                    cluster_prefix,
+                    "--sim-clusters",
+                    str(sim_clusters),
+                    "--sim-labels-cycle",
+                    labels_cycle,
+                    "--state-dir",
+                    str(self.workdir / "agent-state"),
+                    *agent_args,
+                ],
+            )
+
+    def _add(self, name: str, module: str, args: list[str]) -> None:
+        self.services[name] = ServiceProcess(
+            name=name,
+            module=module,
+            args=args,
+            log_path=self.workdir / f"{name}.log",
+            health_port=free_port(),
+        )
+
+    @property
+    def hub_url(self) -> str:
+        return f"http://127.0.0.1:{self.hub_port}"
+
+    @property
+    def nats_url(self) -> str:
+        return self.nats.url
+
+    def start(self, timeout: float = 60.0) -> System:
+        self.nats.start()
+        for service in self.services.values():
+            service.start()
+        self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float = 60.0, names: tuple[str, ...] | None = None) -> None:
+        deadline = time.monotonic() + timeout
+        pending = [self.services[n] for n in (names or tuple(self.services))]
+        while pending:
+            pending = [s for s in pending if not s.ready()]
+            for service in pending:
+                if not service.running:
+                    raise RuntimeError(f"{service.name} exited:\n{service.log_tail()}")
+            if pending and time.monotonic() > deadline:
+                tails = "\n".join(f"--- {s.name}\n{s.log_tail()}" for s in pending)
+                raise TimeoutError(f"not ready after {timeout}s: {[s.name for s in pending]}\n{tails}")
+            if pending:
+                time.sleep(0.05)
+
+    async def wait_ready_async(self, timeout: float = 60.0, names: tuple[str, ...] | None = None) -> None:
+        await asyncio.to_thread(self.wait_ready, timeout, names)
+
+    def restart_service(self, name: str, kill: bool = False, timeout: float = 60.0) -> None:
+        service = self.services[name]
+        if kill:
+            service.kill()
+        else:
+            service.stop()
+        service.start()
+        self.wait_ready(timeout, (name,))
+
+    def stop(self) -> dict[str, int | None]:
+        """Stops services (SIGTERM) then NATS; returns each service's exit code."""
+        codes = {name: service.stop() for name, service in reversed(list(self.services.items()))}
+        self.nats.stop()
+        return codes
+
+    def __enter__(self) -> System:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()

@@ -1,0 +1,30 @@
+"""Waiting on a condition with a deadline: the only synchronisation tests use."""
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+async def eventually(
+    check: Callable[[], T | Awaitable[T]], timeout: float = 30.0, interval: float = 0.05, what: str = ""
+) -> T:
+    """Polls `check` until it returns a truthy value (returned) or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while True:
+        try:
+            result = check()
+            if inspect.isawaitable(result):
+                result = await result
+            if result:
+                return result
+            last = result
+        except AssertionError as err:
+            last = err
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"condition not met within {timeout}s: {what or check!r}; last: {last!r}")
+        await asyncio.sleep(interval)

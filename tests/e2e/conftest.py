@@ -1,0 +1,63 @@
+"""End-to-end fixtures: the whole system as processes, and a small hub client."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from clusternet_nats.testing.system import System
+
+REPO = Path(__file__).resolve().parents[2]
+APPS = "/apis/apps.clusternet.io/v1alpha1"
+CLUSTERS = "/apis/clusters.clusternet.io/v1beta1"
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
+    sut = System(tmp_path_factory.mktemp("system"), sim_clusters=3)
+    sut.start(timeout=90)
+    yield sut
+    codes = sut.stop()
+    assert all(code == 0 for code in codes.values()), f"services must exit 0 on SIGTERM: {codes}"
+
+
+class Hub:
+    def __init__(self, session: aiohttp.ClientSession, url: str) -> None:
+        self.session, self.url = session, url
+
+    async def get(self, path: str) -> Any:
+        async with self.session.get(self.url + path) as resp:
+            if resp.status == 404:
+                return None
+            resp.raise_for_status()
+            return await resp.json()
+
+    async def items(self, path: str) -> list[dict[str, Any]]:
+        data = await self.get(path)
+        return list(data["items"]) if data else []
+
+
+@pytest.fixture
+async def hub(system: System) -> AsyncIterator[Hub]:
+    async with aiohttp.ClientSession() as session:
+        yield Hub(session, system.hub_url)
+
+
+def owned_by(objects: list[dict[str, Any]], subscription: str) -> list[dict[str, Any]]:
+    """Bases or Descriptions derived from one Subscription, found by Clusternet's label."""
+    return [o for o in objects if o["metadata"]["labels"].get("apps.clusternet.io/subs.name") == subscription]
+
+
+def cnet(system: System, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "cnet"), "--server", system.hub_url, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )

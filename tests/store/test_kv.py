@@ -1,0 +1,85 @@
+"""Compare-and-set semantics of the object store, against a real JetStream."""
+
+import pytest
+from clusternet_nats.api.apps import Subscription
+from clusternet_nats.api.registry import by_kind
+from clusternet_nats.store import AlreadyExistsError, ConflictError, JsonBucket, ObjectStore
+from nats.js import JetStreamContext
+
+
+def subscription(ns: str, name: str, label: str = "a") -> Subscription:
+    return Subscription.model_validate(
+        {
+            "apiVersion": "apps.clusternet.io/v1alpha1",
+            "kind": "Subscription",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {
+                "subscribers": [{"clusterAffinity": {"matchLabels": {"env": label}}}],
+                "feeds": [{"apiVersion": "v1", "kind": "Namespace", "name": "foo"}],
+            },
+        }
+    )
+
+
+async def test_create_sets_server_fields_and_refuses_duplicates(js: JetStreamContext, unique_ns: str) -> None:
+    store: ObjectStore[Subscription] = ObjectStore(js, by_kind("Subscription"))
+    created = await store.create(subscription(unique_ns, "s1"))
+    assert created.metadata.uid and created.metadata.creation_timestamp
+    assert created.metadata.generation == 1
+    assert int(created.metadata.resource_version or 0) > 0
+    with pytest.raises(AlreadyExistsError):
+        await store.create(subscription(unique_ns, "s1"))
+    fetched = await store.require(unique_ns, "s1")
+    assert fetched == created
+
+
+async def test_stale_update_conflicts_and_generation_tracks_spec(js: JetStreamContext, unique_ns: str) -> None:
+    store: ObjectStore[Subscription] = ObjectStore(js, by_kind("Subscription"))
+    first = await store.create(subscription(unique_ns, "s2"))
+    changed = subscription(unique_ns, "s2", label="b")
+    changed.metadata.resource_version = first.metadata.resource_version
+    second = await store.update(changed)
+    assert second.metadata.generation == 2
+    assert second.metadata.uid == first.metadata.uid
+    stale = subscription(unique_ns, "s2", label="c")
+    stale.metadata.resource_version = first.metadata.resource_version
+    with pytest.raises(ConflictError):
+        await store.update(stale)
+    relabelled = second.model_copy(deep=True)
+    relabelled.labels["team"] = "x"
+    third = await store.update(relabelled)
+    assert third.metadata.generation == 2, "a metadata-only change must not bump generation"
+
+
+async def test_apply_creates_then_replaces_and_delete_allows_recreate(js: JetStreamContext, unique_ns: str) -> None:
+    store: ObjectStore[Subscription] = ObjectStore(js, by_kind("Subscription"))
+    a = await store.apply(subscription(unique_ns, "s3"))
+    b = await store.apply(subscription(unique_ns, "s3", label="z"))
+    assert b.metadata.uid == a.metadata.uid
+    assert b.spec.subscribers[0].cluster_affinity.match_labels == {"env": "z"}
+    assert await store.delete(unique_ns, "s3") is True
+    assert await store.get(unique_ns, "s3") is None
+    assert await store.delete(unique_ns, "s3") is False
+    c = await store.create(subscription(unique_ns, "s3"))
+    assert c.metadata.uid != a.metadata.uid
+    assert [s.name for s in await store.list(unique_ns)] == ["s3"]
+
+
+async def test_values_are_readable_json_with_content_type(js: JetStreamContext, unique_ns: str) -> None:
+    store: ObjectStore[Subscription] = ObjectStore(js, by_kind("Subscription"))
+    await store.create(subscription(unique_ns, "s4"))
+    msg = await js.get_msg("KV_subscriptions", subject=f"$KV.subscriptions.{unique_ns}.s4")
+    assert msg.headers is not None and msg.headers.get("Content-Type") == "application/json"
+    assert msg.data is not None and b'"clusterAffinity"' in msg.data
+    assert b"resourceVersion" not in msg.data, "the revision is the KV's, never stored in the value"
+
+
+async def test_raw_bucket_create_over_tombstone(js: JetStreamContext, unique_ns: str) -> None:
+    bucket = JsonBucket(js, "bindings")
+    key = f"{unique_ns}.x"
+    rev = await bucket.create(key, b"{}")
+    await bucket.delete(key, rev)
+    assert await bucket.get(key) is None
+    assert await bucket.create(key, b'{"again":true}') > rev
+    with pytest.raises(ConflictError):
+        await bucket.write(key, b"{}", rev)
