@@ -9,9 +9,8 @@ the hub merges both into `status` when a user reads the Subscription.
 import hashlib
 import json
 
-from pydantic import Field
-
 from clusternet_nats.api.meta import Model
+from pydantic import Field
 
 
 class SubscriptionBinding(Model):
