@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -46,6 +47,16 @@ class Hub:
 async def hub(system: System) -> AsyncIterator[Hub]:
     async with aiohttp.ClientSession() as session:
         yield Hub(session, system.hub_url)
+
+
+def child_objects(system: System, cluster: str) -> set[tuple[str, str, str]]:
+    """(kind, namespace, name) of what exists inside one simulated child, read from its state file."""
+    path = system.workdir / "agent-state" / f"{cluster}.json"
+    try:
+        state = json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return set()
+    return {(o["ref"][1], o["ref"][2] or "", o["ref"][3]) for o in state["objects"]}
 
 
 def owned_by(objects: list[dict[str, Any]], subscription: str) -> list[dict[str, Any]]:

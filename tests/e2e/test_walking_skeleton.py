@@ -7,7 +7,13 @@ from typing import Any
 from clusternet_nats.testing.system import System
 from clusternet_nats.testing.waiting import eventually
 
-from .conftest import APPS, CLUSTERS, REPO, Hub, cnet, owned_by
+from .conftest import APPS, CLUSTERS, REPO, Hub, child_objects, cnet, owned_by
+
+APP_OBJECTS = {
+    ("Namespace", "", "foo"),
+    ("Deployment", "foo", "my-nginx"),
+    ("Service", "foo", "my-nginx-svc"),
+}
 
 SUB = f"{APPS}/namespaces/default/subscriptions/app-demo"
 
@@ -64,6 +70,14 @@ async def test_replication_rolls_out_to_matching_clusters_only(system: System, h
     assert agg["feedStatusSummary"]["replicaStatus"]["readyReplicas"] == 6
     assert len(agg["feedStatusDetails"]) == 2
 
+    mcls = await hub.items(f"{CLUSTERS}/managedclusters")
+    for mc in mcls:
+        name, env = mc["metadata"]["name"], mc["metadata"]["labels"]["env"]
+        if env == "prod":
+            await eventually(lambda n=name: child_objects(system, n) >= APP_OBJECTS, 10, what=f"objects in {name}")
+        else:
+            assert not APP_OBJECTS & child_objects(system, name), f"{name} is staging and must get nothing"
+
 
 async def _ready_deployment(hub: Hub) -> dict[str, Any] | None:
     agg = deployment_status(await hub.get(SUB) or {})
@@ -98,3 +112,6 @@ async def test_deleting_the_subscription_removes_bases_descriptions_and_objects(
         return not owned_by(bases + descs, "app-demo") and await hub.get(SUB) is None
 
     await eventually(gone, 60, what="bases and descriptions of app-demo deleted")
+    for mc in await hub.items(f"{CLUSTERS}/managedclusters"):
+        name = mc["metadata"]["name"]
+        await eventually(lambda n=name: not APP_OBJECTS & child_objects(system, n), 10, what=f"{name} emptied")

@@ -45,6 +45,10 @@ async def test_stale_update_conflicts_and_generation_tracks_spec(js: JetStreamCo
     stale.metadata.resource_version = first.metadata.resource_version
     with pytest.raises(ConflictError):
         await store.update(stale)
+    unchanged_but_stale = second.model_copy(deep=True)
+    unchanged_but_stale.metadata.resource_version = first.metadata.resource_version
+    with pytest.raises(ConflictError):
+        await store.update(unchanged_but_stale)
     relabelled = second.model_copy(deep=True)
     relabelled.labels["team"] = "x"
     third = await store.update(relabelled)

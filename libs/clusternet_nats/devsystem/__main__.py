@@ -82,9 +82,9 @@ def demo(
         typer.echo(f"hub at {system.hub_url}, NATS at {system.nats_url}\n")
         shown = examples.relative_to(REPO_ROOT) if examples.is_relative_to(REPO_ROOT) else examples
         typer.echo(f"$ cnet apply -f {shown}")
-        echo_run(cnet("apply", "-f", str(examples), server=system.hub_url))
-        deadline = time.monotonic() + timeout
         started = time.monotonic()
+        echo_run(cnet("apply", "-f", str(examples), server=system.hub_url))
+        deadline = started + timeout
         while True:
             done, detail = rollout_done(system.hub_url)
             if done:
@@ -93,7 +93,7 @@ def demo(
                 typer.echo(f"rollout did not finish in {timeout}s: {detail}", err=True)
                 raise typer.Exit(1)
             time.sleep(0.2)
-        typer.echo(f"\nrolled out in {time.monotonic() - started:.2f}s: {detail}\n")
+        typer.echo(f"\nfrom apply to rolled out: {time.monotonic() - started:.2f}s ({detail})\n")
         typer.echo("$ cnet get subs,mcls,desc -A")
         echo_run(cnet("get", "subs,mcls,desc", "-A", server=system.hub_url))
     finally:

@@ -17,15 +17,20 @@ from typing import Any, TypeVar
 
 import structlog
 from aiohttp import web
+from clusternet_nats.api.meta import KubeObject
+from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.runtime.logging import configure_logging
 from clusternet_nats.runtime.metrics import Metrics
-from clusternet_nats.store import EventRecorder, Informer, WorkQueue, ensure_buckets
+from clusternet_nats.store import EventRecorder, Informer, ObjectStore, WorkQueue, ensure_buckets
 from clusternet_nats.store.buckets import StoreLayout
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
+from pydantic import BaseModel
 
 T = TypeVar("T")
+K = TypeVar("K", bound=KubeObject)
+M = TypeVar("M", bound=BaseModel)
 log = structlog.get_logger(__name__)
 
 
@@ -56,6 +61,7 @@ class ServiceContext:
         self.queues: list[WorkQueue] = []
         self.background: list[Callable[[], Coroutine[Any, Any, None]]] = []
         self._tasks: list[asyncio.Task[None]] = []
+        self._readiness_checks: list[Callable[[], bool]] = []
         self.ready = False
 
     def informer(
@@ -66,6 +72,15 @@ class ServiceContext:
         self.conn.on_reconnect(informer.resync)
         self.metrics.gauge_fn(f"informer_objects{{bucket=\"{bucket}\"}}", lambda: len(informer.keys()))
         return informer
+
+    def objects(self, model: type[K], key_filter: str = ">") -> Informer[K]:
+        """An informer of one kind's objects (with resourceVersion set from the KV revision)."""
+        store: ObjectStore[K] = ObjectStore(self.js, KindInfo.of(model))
+        return self.informer(store.info.bucket, lambda _key, data, revision: store.decode(data, revision), key_filter)
+
+    def records(self, bucket: str, model: type[M], key_filter: str = ">") -> Informer[M]:
+        """An informer of a status bucket or another bucket of plain records (e.g. bindings)."""
+        return self.informer(bucket, lambda _key, data, _revision: model.model_validate_json(data), key_filter)
 
     def queue(
         self,
@@ -86,6 +101,18 @@ class ServiceContext:
         self.queues.append(queue)
         self.metrics.gauge_fn(f'workqueue_depth{{queue="{name}"}}', lambda: len(queue))
         return queue
+
+    def add_readiness_check(self, check: Callable[[], bool]) -> None:
+        """Something besides listed informers that `/readyz` must wait for."""
+        self._readiness_checks.append(check)
+
+    def is_ready(self) -> bool:
+        return (
+            self.ready
+            and self.nc.is_connected
+            and all(i.synced for i in self.informers)
+            and all(check() for check in self._readiness_checks)
+        )
 
     def run_forever(self, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """A background loop (heartbeats, timers) started after the informers have listed."""
@@ -131,7 +158,7 @@ async def _health_app(ctx: ServiceContext) -> web.AppRunner | None:
         return web.Response(status=200 if ok else 503, text="ok" if ok else "nats disconnected")
 
     async def readyz(_: web.Request) -> web.Response:
-        ok = ctx.ready and ctx.nc.is_connected and all(i.synced for i in ctx.informers)
+        ok = ctx.is_ready()
         return web.Response(status=200 if ok else 503, text="ok" if ok else "not ready")
 
     async def metrics(_: web.Request) -> web.Response:

@@ -225,6 +225,9 @@ class ObjectStore(Generic[K]):
         if current is None:
             raise ObjectNotFoundError(self.info.plural, key)
         expected = int(obj.metadata.resource_version or current.metadata.resource_version or 0)
+        if expected != int(current.metadata.resource_version or 0):
+            # Stale even if the content is unchanged: the caller decided on an old version.
+            raise ConflictError(self.info.plural, key, f"expected revision {expected}")
         obj = obj.model_copy(deep=True)
         meta = obj.metadata
         meta.uid = current.metadata.uid

@@ -111,11 +111,12 @@ class System:
             extra = ["--listen", f"127.0.0.1:{self.hub_port}"] if name == "hub" else []
             self._add(name, f"clusternet_nats.{name}", [*common, *extra])
         if sim_clusters:
+            # The agent reads its NATS URL and log level from the environment, the hub side from
+            # flags: both ways of configuring a service are exercised by every system test.
             self._add(
                 "agent",
                 "clusternet_nats.agent",
                 [
-                    *common,
                     "--cluster-name",
                     cluster_prefix,
                     "--sim-clusters",
@@ -126,15 +127,17 @@ class System:
                     str(self.workdir / "agent-state"),
                     *agent_args,
                 ],
+                env={"CNET_NATS_URL": self.nats.url, "CNET_LOG_LEVEL": log_level},
             )
 
-    def _add(self, name: str, module: str, args: list[str]) -> None:
+    def _add(self, name: str, module: str, args: list[str], env: dict[str, str] | None = None) -> None:
         self.services[name] = ServiceProcess(
             name=name,
             module=module,
             args=args,
             log_path=self.workdir / f"{name}.log",
             health_port=free_port(),
+            env=env or {},
         )
 
     @property

@@ -4,14 +4,18 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
 
 
+@overload
 async def eventually(
-    check: Callable[[], T | Awaitable[T]], timeout: float = 30.0, interval: float = 0.05, what: str = ""
-) -> T:
+    check: Callable[[], Awaitable[T]], timeout: float = ..., interval: float = ..., what: str = ...
+) -> T: ...
+@overload
+async def eventually(check: Callable[[], T], timeout: float = ..., interval: float = ..., what: str = ...) -> T: ...
+async def eventually(check: Callable[[], Any], timeout: float = 30.0, interval: float = 0.05, what: str = "") -> Any:
     """Polls `check` until it returns a truthy value (returned) or the deadline passes."""
     deadline = time.monotonic() + timeout
     last: object = None

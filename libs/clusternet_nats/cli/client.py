@@ -1,0 +1,96 @@
+"""The hub's HTTP API from the CLI's side: JSON in and out, failures as one readable error.
+
+Every failure, whether the hub refused a request (a Kubernetes Status) or could not be reached,
+becomes a HubError whose text is what kubectl would print, so commands never show a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+from clusternet_nats.api import KindInfo
+from clusternet_nats.api.paths import collection_path, events_path
+
+DEFAULT_SERVER = "http://127.0.0.1:8080"
+TIMEOUT = aiohttp.ClientTimeout(total=60, connect=10)
+
+Object = dict[str, Any]
+
+
+class HubError(Exception):
+    """A request that failed; `str()` is the line to show, `causes` the invalid fields."""
+
+    def __init__(self, message: str, code: int = 0, reason: str = "", causes: list[Object] | None = None) -> None:
+        super().__init__(message)
+        self.message, self.code, self.reason = message, code, reason
+        self.causes = causes or []
+
+    @classmethod
+    def from_status(cls, code: int, body: Object) -> HubError:
+        details = body.get("details") or {}
+        return cls(str(body.get("message", "")), code, str(body.get("reason", "")), list(details.get("causes") or []))
+
+    def __str__(self) -> str:
+        if not self.code:
+            return f"error: {self.message}"
+        head = f"Error from server ({self.reason or self.code}): {self.message}"
+        if len(self.causes) < 2:
+            return head
+        return "\n".join([head, *(f"  {c.get('field', '')}: {c.get('message', '')}" for c in self.causes)])
+
+
+class HubClient:
+    def __init__(self, server: str, session: aiohttp.ClientSession) -> None:
+        self.server = server.rstrip("/")
+        self.session = session
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def connect(cls, server: str) -> AsyncIterator[HubClient]:
+        async with aiohttp.ClientSession(timeout=TIMEOUT) as session:
+            yield cls(server, session)
+
+    async def request(
+        self, method: str, path: str, body: Object | None = None, params: dict[str, str] | None = None
+    ) -> tuple[int, Object]:
+        """(HTTP status, JSON body) of a successful request; raises HubError otherwise."""
+        try:
+            async with self.session.request(method, self.server + path, json=body, params=params) as resp:
+                text = await resp.text()
+                data = _json(resp, text)
+                if resp.status >= 400:
+                    if data.get("kind") == "Status":
+                        raise HubError.from_status(resp.status, data)
+                    raise HubError(text.strip()[:300] or str(resp.reason), resp.status, str(resp.reason or ""))
+                return resp.status, data
+        except aiohttp.ClientError as err:
+            raise HubError(f"cannot reach the hub at {self.server}: {err}") from None
+        except TimeoutError:
+            raise HubError(f"the hub at {self.server} did not answer in time") from None
+
+    async def get(self, path: str) -> Object:
+        return (await self.request("GET", path))[1]
+
+    async def list_objects(self, info: KindInfo, namespace: str | None, selector: str = "") -> list[Object]:
+        params = {"labelSelector": selector} if selector else None
+        data = (await self.request("GET", collection_path(info, namespace), params=params))[1]
+        return list(data.get("items") or [])
+
+    async def events(self, kind: str, namespace: str | None, name: str) -> list[Object]:
+        selector = f"involvedObject.kind={kind},involvedObject.name={name}"
+        data = (await self.request("GET", events_path(namespace), params={"fieldSelector": selector}))[1]
+        return list(data.get("items") or [])
+
+
+def _json(resp: aiohttp.ClientResponse, text: str) -> Object:
+    if resp.content_type != "application/json":
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -1,0 +1,100 @@
+"""`cnet describe`: one object as kubectl describes a custom resource, then its Events.
+
+Field names are spelled out as words ("schedulingStrategy" as "Scheduling Strategy") and
+nested by indentation, as `kubectl describe` does for CRDs, so the output reads the same.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from clusternet_nats.cli.printers import age, render_table
+
+Object = dict[str, Any]
+
+_IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+|[A-Z]")
+_ACRONYMS = frozenset({"api", "uid", "id", "url", "ip", "cidr", "ca", "qps", "http", "dns", "cpu", "json", "yaml"})
+_TOP = ("metadata", "apiVersion", "kind")
+_SHOWN_META = ("name", "namespace", "labels", "annotations", "managedFields")
+_INDENT = "  "
+
+
+def label_for(key: str) -> str:
+    """`apiVersion` -> `API Version`; keys that are not identifiers (label keys) stay as they are."""
+    if not _IDENTIFIER.match(key):
+        return key
+    words = _WORDS.findall(key)
+    return " ".join(w.upper() if w.lower() in _ACRONYMS else w[:1].upper() + w[1:] for w in words)
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def _mapping(data: Object, depth: int, labels: bool = True) -> list[str]:
+    keys = {key: label_for(key) if labels else key for key in data}
+    width = max((len(label) for key, label in keys.items() if not isinstance(data[key], dict | list)), default=0)
+    lines = []
+    for key, value in data.items():
+        pad = _INDENT * depth
+        if isinstance(value, dict | list) and value:
+            lines.append(f"{pad}{keys[key]}:")
+            lines.extend(_value(value, depth + 1, labels=key not in ("labels", "matchLabels", "annotations")))
+        else:
+            shown = _scalar(value) if not isinstance(value, dict | list) else ""
+            lines.append(f"{pad}{(keys[key] + ':').ljust(width + 3)}{shown}".rstrip())
+    return lines
+
+
+def _value(value: Any, depth: int, labels: bool = True) -> list[str]:
+    if isinstance(value, dict):
+        return _mapping(value, depth, labels)
+    lines = []
+    for item in value:
+        if isinstance(item, dict | list):
+            lines.extend(_value(item, depth, labels))
+        else:
+            lines.append(f"{_INDENT * depth}{_scalar(item)}")
+    return lines
+
+
+def _pairs(title: str, values: dict[str, str] | None, sep: str) -> list[str]:
+    items = [f"{k}{sep}{v}" for k, v in sorted((values or {}).items())] or ["<none>"]
+    return [f"{title:<14}{items[0]}", *(" " * 14 + item for item in items[1:])]
+
+
+def events_table(events: list[Object], now: datetime) -> str:
+    if not events:
+        return "Events:       <none>"
+    rows = []
+    for event in events:
+        last = age(event.get("lastTimestamp") or event.get("firstTimestamp"), now)
+        count = event.get("count") or 1
+        when = f"{last} (x{count} over {age(event.get('firstTimestamp'), now)})" if count > 1 else last
+        source = (event.get("source") or {}).get("component") or event.get("reportingComponent") or ""
+        kind, reason, message = (str(event.get(k, "")) for k in ("type", "reason", "message"))
+        rows.append([kind, reason, when, source, message])
+    headers = ["Type", "Reason", "Age", "From", "Message"]
+    underline = ["-" * len(h) for h in headers]
+    return "Events:\n" + render_table(headers, [underline, *rows], indent=_INDENT)
+
+
+def describe(obj: Object, events: list[Object], now: datetime) -> str:
+    meta = obj.get("metadata") or {}
+    lines = [f"{'Name:':<14}{meta.get('name', '')}"]
+    if meta.get("namespace"):
+        lines.append(f"{'Namespace:':<14}{meta['namespace']}")
+    lines += _pairs("Labels:", meta.get("labels"), "=")
+    lines += _pairs("Annotations:", meta.get("annotations"), ": ")
+    lines.append(f"{'API Version:':<14}{obj.get('apiVersion', '')}")
+    lines.append(f"{'Kind:':<14}{obj.get('kind', '')}")
+    rest_of_meta = {k: v for k, v in meta.items() if k not in _SHOWN_META}
+    body = {"metadata": rest_of_meta} | {k: v for k, v in obj.items() if k not in _TOP}
+    lines += _mapping(body, 0)
+    lines.append(events_table(events, now))
+    return "\n".join(lines)

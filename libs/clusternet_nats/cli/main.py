@@ -1,0 +1,212 @@
+"""`cnet` commands: apply, get, describe, delete, with kubectl's flags and output.
+
+Each command is synchronous for Typer and runs one `asyncio.run` of its requests; every
+failure is a HubError or ObjectError turned into one clear message and exit code 1 here, in
+one place, so no command can leak a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, NoReturn, TypeVar
+
+import typer
+from clusternet_nats.api import KindInfo, ObjectErrors, UnknownKindError, resolve
+from clusternet_nats.api.paths import object_path
+from clusternet_nats.cli.apply import Target, apply_one, delete_one, load_files
+from clusternet_nats.cli.client import DEFAULT_SERVER, HubClient, HubError, Object
+from clusternet_nats.cli.columns import resource_name
+from clusternet_nats.cli.describe import describe as describe_text
+from clusternet_nats.cli.get import OUTPUTS, Query, render
+from rich.console import Console
+from rich.text import Text
+
+T = TypeVar("T")
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Clusternet's objects, kubectl-style, through the hub's HTTP API.",
+)
+_stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+FilesOption = Annotated[
+    list[Path] | None,
+    typer.Option("--filename", "-f", help="A YAML/JSON file or a directory of them; repeatable."),
+]
+NamespaceOption = Annotated[str | None, typer.Option("--namespace", "-n", help="Namespace (default: default).")]
+
+
+@dataclass(frozen=True)
+class Settings:
+    server: str
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    server: Annotated[
+        str, typer.Option("--server", "-s", envvar="CNET_SERVER", help="URL of the hub's HTTP API.")
+    ] = DEFAULT_SERVER,
+) -> None:
+    ctx.obj = Settings(server)
+
+
+def _error(message: str) -> None:
+    _stderr.print(Text(message, style="red"))
+
+
+def _fail(message: str) -> NoReturn:
+    _error(message)
+    raise typer.Exit(1)
+
+
+def _run(ctx: typer.Context, work: Callable[[HubClient], Awaitable[T]]) -> T:
+    async def main() -> T:
+        async with HubClient.connect(ctx.ensure_object(Settings).server) as client:
+            return await work(client)
+
+    try:
+        return asyncio.run(main())
+    except HubError as err:
+        _fail(str(err))
+
+
+def _kind(name: str) -> KindInfo:
+    try:
+        return resolve(name)
+    except UnknownKindError as err:
+        _fail(f"error: {err}")
+
+
+def _load(paths: Sequence[Path]) -> list[Target]:
+    try:
+        return [Target.of(obj) for obj in load_files(paths)]
+    except ObjectErrors as err:
+        for error in err.errors:
+            _error(f"error: {error}")
+        raise typer.Exit(1) from None
+
+
+def _namespace(info: KindInfo, namespace: str | None) -> str | None:
+    return (namespace or "default") if info.namespaced else None
+
+
+async def _each(lines: Sequence[Callable[[], Awaitable[str]]]) -> bool:
+    """Runs requests in order, printing each result or refusal; True if any was refused."""
+    failed = False
+    for line in lines:
+        try:
+            typer.echo(await line())
+        except HubError as err:
+            if not err.code:  # the hub is unreachable: nothing after this can succeed
+                raise
+            _error(str(err))
+            failed = True
+    return failed
+
+
+@app.command()
+def apply(
+    ctx: typer.Context,
+    filenames: FilesOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate locally; send nothing.")] = False,
+) -> None:
+    """Create or update objects from files (ordinary Kubernetes objects become Manifests)."""
+    if not filenames:
+        _fail("error: must specify one of -f and --filename")
+    targets = _load(filenames)
+    if dry_run:
+        for target in targets:
+            typer.echo(target.validated())
+        return
+    if _run(ctx, lambda client: _each([functools.partial(apply_one, client, t) for t in targets])):
+        raise typer.Exit(1)
+
+
+@app.command()
+def get(
+    ctx: typer.Context,
+    kinds: Annotated[str, typer.Argument(help="Kind(s), comma-separated: subs, mcls, desc, chart, ...")],
+    names: Annotated[list[str] | None, typer.Argument(help="Names; all objects when none.")] = None,
+    namespace: NamespaceOption = None,
+    all_namespaces: Annotated[bool, typer.Option("--all-namespaces", "-A", help="Across all namespaces.")] = False,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="wide, yaml, json or name.")] = None,
+    selector: Annotated[str, typer.Option("--selector", "-l", help="Label selector, e.g. app=web,env!=dev.")] = "",
+) -> None:
+    """Show objects as tables, or as YAML/JSON."""
+    infos = [_kind(kind) for kind in kinds.split(",") if kind]
+    if output is not None and output not in OUTPUTS:
+        _fail(f"error: unable to match a printer suitable for the output format {output!r}; use {', '.join(OUTPUTS)}")
+    if names and all_namespaces:
+        _fail("error: a resource cannot be retrieved by name across all namespaces")
+    query = Query(infos, names or [], None if all_namespaces else namespace or "default", selector)
+    results = _run(ctx, query.fetch)
+    text = render(results, output, all_namespaces, single=len(infos) == 1 and len(query.names) == 1)
+    if text:
+        typer.echo(text)
+    elif not names and output not in ("yaml", "json"):
+        scoped = not all_namespaces and any(i.namespaced for i in infos)
+        _stderr.print(f"No resources found{f' in {query.namespace} namespace' if scoped else ''}.")
+    missing = [err for result in results for err in result.missing]
+    for err in missing:
+        _error(str(err))
+    if missing:
+        raise typer.Exit(1)
+
+
+@app.command()
+def describe(
+    ctx: typer.Context,
+    kind: Annotated[str, typer.Argument(help="Kind: subs, mcls, desc, chart, ...")],
+    name: Annotated[str, typer.Argument(help="Name of the object.")],
+    namespace: NamespaceOption = None,
+) -> None:
+    """Show one object in detail, with its Events."""
+    info = _kind(kind)
+    ns = _namespace(info, namespace)
+
+    async def fetch(client: HubClient) -> tuple[Object, list[Object]]:
+        obj, events = await asyncio.gather(
+            client.get(object_path(info, ns, name)), client.events(info.kind, ns, name)
+        )
+        return obj, events
+
+    obj, events = _run(ctx, fetch)
+    typer.echo(describe_text(obj, events, datetime.now(UTC)))
+
+
+@app.command()
+def delete(
+    ctx: typer.Context,
+    args: Annotated[list[str] | None, typer.Argument(metavar="[KIND NAME...]", help="Kind and name(s).")] = None,
+    filenames: FilesOption = None,
+    namespace: NamespaceOption = None,
+) -> None:
+    """Delete objects by kind and name, or those described in files."""
+    if bool(filenames) == bool(args):
+        _fail("error: give either KIND NAME... or -f FILE, not both and not neither")
+    if filenames:
+        items = [(t.path, t.resource, t.name) for t in _load(filenames)]
+    else:
+        assert args is not None
+        if len(args) < 2:
+            _fail(f"error: give the name(s) of the {args[0]} to delete")
+        info = _kind(args[0])
+        ns = _namespace(info, namespace)
+        items = [(object_path(info, ns, name), resource_name(info), name) for name in args[1:]]
+    if _run(ctx, lambda client: _each([functools.partial(delete_one, client, *i) for i in items])):
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""The contract between the agent's reconcilers and a child cluster, whatever that cluster is.
+
+The Description controller and the heartbeat speak only this Protocol, so the simulated
+cluster that tests and demos run today and the real Kubernetes cluster of a later `kube`
+backend are interchangeable. Everything a backend applies carries the owner label
+(`labels.APPLIED_BY_DESCRIPTION`): pruning and restart recovery rely on nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from clusternet_nats.api.apps import HelmChart
+
+Manifest = Mapping[str, Any]
+"""One decoded Kubernetes object, as JSON gives it."""
+
+FIRST_KINDS = ("Namespace", "CustomResourceDefinition")
+"""Applied before everything else, so the objects that live in or depend on them can be."""
+
+
+@dataclass(frozen=True, order=True)
+class ObjectRef:
+    """Which object: its apiVersion, kind, namespace ("" when cluster-scoped) and name."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.api_version} {self.kind} {where}"
+
+
+@dataclass
+class ApplyOutcome:
+    """What an apply did: the objects now in the cluster, and why the others are not."""
+
+    applied: list[ObjectRef] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ClusterFacts:
+    """What a heartbeat reports about the cluster; quantities as Kubernetes prints them."""
+
+    k8s_version: str
+    platform: str
+    ready_nodes: int
+    not_ready_nodes: int
+    capacity: dict[str, str]
+    allocatable: dict[str, str]
+    cpu_usage: str
+    memory_usage: str
+    running_pods: int
+    total_pods: int
+
+
+StatusListener = Callable[[str], None]
+"""Called with an owner (`<namespace>.<name>` of a Description) whose objects' status changed."""
+
+
+class ClusterBackend(Protocol):
+    async def start(self) -> None:
+        """Loads whatever the cluster already holds; called before anything else."""
+
+    async def close(self) -> None:
+        """Flushes and releases; the last call."""
+
+    async def apply(self, owner: str, manifests: Sequence[Manifest]) -> ApplyOutcome:
+        """Creates or updates each manifest, labelled with `owner`, in `install_order`."""
+
+    async def install_releases(self, owner: str, charts: Sequence[HelmChart]) -> ApplyOutcome:
+        """Installs or upgrades one Helm release per chart, labelled with `owner`."""
+
+    async def prune(self, owner: str, keep: Collection[ObjectRef]) -> list[ObjectRef]:
+        """Deletes what `owner` applied except `keep` (empty: everything); returns what went."""
+
+    async def observed_status(self, ref: ObjectRef) -> dict[str, Any] | None:
+        """The object's status as the cluster reports it; None when the object is absent."""
+
+    async def owners(self) -> set[str]:
+        """Every owner label value present, so owners with no Description can be pruned."""
+
+    async def facts(self) -> ClusterFacts: ...
+
+    def on_status_change(self, listener: StatusListener) -> None:
+        """Asks to be told when objects' status changes by itself (capacity freed, pods ready)."""
+
+
+def install_order(manifests: Sequence[Manifest]) -> list[Manifest]:
+    """Namespaces, then CRDs, then the rest in the order given (a stable sort)."""
+
+    def rank(manifest: Manifest) -> int:
+        kind = manifest.get("kind")
+        return FIRST_KINDS.index(kind) if kind in FIRST_KINDS else len(FIRST_KINDS)
+
+    return sorted(manifests, key=rank)

@@ -1,0 +1,207 @@
+"""A simulated child cluster: an API server's storage and admission, a scheduler, controllers.
+
+It implements `ClusterBackend` well enough that everything above it (applying, pruning,
+status reporting, heartbeats) runs as it would against Kubernetes, in milliseconds and with
+no cluster: objects are admitted and stamped, workloads get pods placed on sized nodes and
+report replicas from that, Helm charts become recorded releases. Nothing here awaits between
+reading and writing its tables, so concurrent reconciles see each other's changes whole.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Collection, Sequence
+from pathlib import Path
+from typing import Any
+
+import structlog
+from clusternet_nats.agent.backends.base import (
+    FIRST_KINDS,
+    ApplyOutcome,
+    ClusterFacts,
+    Manifest,
+    ObjectRef,
+    StatusListener,
+    install_order,
+)
+from clusternet_nats.agent.backends.sim import nodes, workloads
+from clusternet_nats.agent.backends.sim.admission import AdmissionError, admit, namespace_body, namespace_ref
+from clusternet_nats.agent.backends.sim.persistence import StateFile
+from clusternet_nats.agent.backends.sim.store import ObjectTable, SimObject
+from clusternet_nats.api.apps import HelmChart
+from clusternet_nats.api.labels import APPLIED_BY_DESCRIPTION
+
+K8S_VERSION = "v1.30.0-sim"
+PLATFORM = "linux/amd64"
+RELEASE_API_VERSION = "helm.sim.clusternet.io/v1"
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+"""Present in every cluster, and never deleted: Kubernetes forbids it."""
+
+log = structlog.get_logger(__name__)
+
+
+def _delete_order(ref: ObjectRef) -> int:
+    """Namespaces and CRDs last, the reverse of how they are installed."""
+    return -FIRST_KINDS.index(ref.kind) if ref.kind in FIRST_KINDS else -len(FIRST_KINDS)
+
+
+class SimCluster:
+    def __init__(self, name: str, sizing: nodes.Sizing, state_dir: Path | None = None) -> None:
+        self.name = name
+        self.nodes = sizing.build(name)
+        self.objects = ObjectTable()
+        self._state = StateFile(state_dir / f"{name}.json", self.objects.snapshot) if state_dir else None
+        self._listeners: list[StatusListener] = []
+        self._placement = workloads.Placement()
+        self._log = log.bind(cluster=name)
+
+    # -- ClusterBackend -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        state = await self._state.load() if self._state else None
+        if state is not None:
+            self.objects.restore(state)
+            self._log.info("sim.state_loaded", objects=sum(1 for _ in self.objects))
+        for name in SYSTEM_NAMESPACES:
+            if self.objects.get(namespace_ref(name)) is None:
+                self.objects.put(namespace_ref(name), namespace_body(name))
+        self._reschedule(acting_owner=None)
+
+    async def close(self) -> None:
+        if self._state is not None:
+            await self._state.close()
+
+    def on_status_change(self, listener: StatusListener) -> None:
+        self._listeners.append(listener)
+
+    async def apply(self, owner: str, manifests: Sequence[Manifest]) -> ApplyOutcome:
+        outcome = ApplyOutcome()
+        changed: set[ObjectRef] = set()
+        for manifest in install_order(manifests):
+            try:
+                ref, body = admit(self.objects, owner, manifest)
+            except AdmissionError as err:
+                outcome.failures.append(str(err))
+                continue
+            if self.objects.put(ref, body):
+                changed.add(ref)
+            outcome.applied.append(ref)
+        self._changed(owner, changed)
+        return outcome
+
+    async def install_releases(self, owner: str, charts: Sequence[HelmChart]) -> ApplyOutcome:
+        outcome = ApplyOutcome()
+        changed: set[ObjectRef] = set()
+        for chart in charts:
+            spec, namespace = chart.spec, chart.spec.target_namespace
+            ref = ObjectRef(RELEASE_API_VERSION, "Release", namespace, chart.name)
+            if self.objects.get(namespace_ref(namespace)) is None:
+                if not spec.create_namespace:
+                    outcome.failures.append(f'{ref}: namespaces "{namespace}" not found')
+                    continue
+                self.objects.put(namespace_ref(namespace), namespace_body(namespace))
+                changed.add(namespace_ref(namespace))
+            body = {
+                "apiVersion": ref.api_version,
+                "kind": ref.kind,
+                "metadata": {"name": ref.name, "namespace": namespace, "labels": {APPLIED_BY_DESCRIPTION: owner}},
+                "spec": spec.to_json_dict(),
+            }
+            if self.objects.put(ref, body):
+                changed.add(ref)
+                obj = self.objects.get(ref)
+                assert obj is not None
+                self.objects.set_status(ref, {"status": "deployed", "revision": obj.generation})
+            outcome.applied.append(ref)
+        self._changed(owner, changed)
+        return outcome
+
+    async def prune(self, owner: str, keep: Collection[ObjectRef]) -> list[ObjectRef]:
+        doomed = sorted((o.ref for o in self.objects if o.owner == owner and o.ref not in keep), key=_delete_order)
+        gone: list[SimObject] = []
+        disowned: set[ObjectRef] = set()
+        for ref in doomed:
+            if ref.kind == "Namespace" and ref.name in SYSTEM_NAMESPACES:
+                self._disown(ref)
+                disowned.add(ref)
+            else:
+                gone += self._delete(ref)
+        self._changed(owner, {o.ref for o in gone} | disowned)
+        self._notify({o.owner for o in gone if o.owner and o.owner != owner})
+        if doomed:
+            self._log.info("sim.pruned", owner=owner, objects=[str(r) for r in doomed])
+        return doomed
+
+    async def observed_status(self, ref: ObjectRef) -> dict[str, Any] | None:
+        obj = self.objects.get(ref)
+        return None if obj is None else copy.deepcopy(obj.body.get("status") or {})
+
+    async def owners(self) -> set[str]:
+        return {o.owner for o in self.objects if o.owner}
+
+    async def facts(self) -> ClusterFacts:
+        total = nodes.total(self.nodes)
+        placed = self._placement
+        return ClusterFacts(
+            k8s_version=K8S_VERSION,
+            platform=PLATFORM,
+            ready_nodes=len(self.nodes),
+            not_ready_nodes=0,
+            capacity=total,
+            allocatable=dict(total),
+            cpu_usage=nodes.cpu_text(placed.cpu),
+            memory_usage=nodes.memory_text(placed.memory),
+            running_pods=placed.pods,
+            total_pods=placed.pods + placed.pending,
+        )
+
+    # -- inside the cluster ----------------------------------------------------------------
+
+    def _delete(self, ref: ObjectRef) -> list[SimObject]:
+        """Deletes, cascading from a Namespace to what it holds; returns every object deleted."""
+        obj = self.objects.delete(ref)
+        if obj is None:
+            return []
+        gone = [obj]
+        if ref.kind == "Namespace":
+            for held in self.objects:
+                if held.ref.namespace == ref.name:
+                    self.objects.delete(held.ref)
+                    gone.append(held)
+        return gone
+
+    def _disown(self, ref: ObjectRef) -> None:
+        obj = self.objects.get(ref)
+        assert obj is not None
+        body = copy.deepcopy(obj.body)
+        body["metadata"]["labels"].pop(APPLIED_BY_DESCRIPTION, None)
+        self.objects.put(ref, body)
+
+    def _changed(self, acting_owner: str, refs: set[ObjectRef]) -> None:
+        """After writes by `acting_owner`: reschedule if workloads moved, tell other owners, persist."""
+        if not refs:
+            return
+        if any(workloads.is_replicated(r) or workloads.is_job(r) for r in refs):
+            self._reschedule(acting_owner)
+        if self._state is not None:
+            self._state.changed()
+
+    def _reschedule(self, acting_owner: str | None) -> None:
+        replicated = [o for o in self.objects if workloads.is_replicated(o.ref)]
+        self._placement = workloads.place(replicated, self.nodes)
+        moved: set[str] = set()
+        for obj in self.objects:
+            if workloads.is_replicated(obj.ref):
+                status = workloads.replicated_status(obj, self._placement.ready[obj.ref])
+            elif workloads.is_job(obj.ref):
+                status = workloads.job_status(obj)
+            else:
+                continue
+            if self.objects.set_status(obj.ref, status) and obj.owner and obj.owner != acting_owner:
+                moved.add(obj.owner)
+        self._notify(moved)
+
+    def _notify(self, owners: set[str]) -> None:
+        for owner in sorted(owners):
+            for listener in self._listeners:
+                listener(owner)

@@ -1,0 +1,120 @@
+"""The sim's etcd: objects by (apiVersion, kind, namespace, name), stamped as an API server would.
+
+Writing sets uid and creationTimestamp on create, bumps generation only when the spec changes
+and resourceVersion only when anything changes, so an apply that changes nothing is invisible,
+exactly the property level-triggered reconcilers need to settle. Each object also keeps the
+order it was created in, which the sim schedules workloads by.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from clusternet_nats.agent.backends.base import ObjectRef
+from clusternet_nats.api.labels import APPLIED_BY_DESCRIPTION
+from clusternet_nats.api.meta import utcnow
+
+Body = dict[str, Any]
+_NOT_SPEC = ("apiVersion", "kind", "metadata", "status")
+
+
+@dataclass
+class SimObject:
+    ref: ObjectRef
+    body: Body
+    created: int
+    """Creation order in this cluster (a counter), the order workloads are scheduled in."""
+
+    @property
+    def owner(self) -> str | None:
+        labels: dict[str, str] = self.body.get("metadata", {}).get("labels") or {}
+        return labels.get(APPLIED_BY_DESCRIPTION)
+
+    @property
+    def generation(self) -> int:
+        return int(self.body["metadata"].get("generation", 1))
+
+
+def spec_of(body: Body) -> Body:
+    return {k: v for k, v in body.items() if k not in _NOT_SPEC}
+
+
+def _meta_without_system_fields(body: Body) -> Body:
+    meta = dict(body.get("metadata") or {})
+    for key in ("uid", "resourceVersion", "generation", "creationTimestamp"):
+        meta.pop(key, None)
+    return meta
+
+
+class ObjectTable:
+    def __init__(self) -> None:
+        self._objects: dict[ObjectRef, SimObject] = {}
+        self._revision = 0
+        self._created = 0
+
+    def get(self, ref: ObjectRef) -> SimObject | None:
+        return self._objects.get(ref)
+
+    def __iter__(self) -> Iterator[SimObject]:
+        return iter(list(self._objects.values()))
+
+    def put(self, ref: ObjectRef, body: Body) -> bool:
+        """Creates or replaces (status kept unless `body` has one); True when anything changed."""
+        current = self._objects.get(ref)
+        body = copy.deepcopy(body)
+        if current is None:
+            self._created += 1
+            meta = body.setdefault("metadata", {})
+            meta.update(uid=str(uuid.uuid4()), generation=1, creationTimestamp=utcnow().isoformat())
+            self._objects[ref] = SimObject(ref, body, self._created)
+            self._stamp(self._objects[ref])
+            return True
+        if "status" not in body and "status" in current.body:
+            body["status"] = current.body["status"]
+        same_meta = _meta_without_system_fields(body) == _meta_without_system_fields(current.body)
+        if same_meta and body.get("status") == current.body.get("status") and spec_of(body) == spec_of(current.body):
+            return False
+        meta = body.setdefault("metadata", {})
+        old = current.body["metadata"]
+        meta.update(uid=old["uid"], creationTimestamp=old["creationTimestamp"], generation=current.generation)
+        if spec_of(body) != spec_of(current.body):
+            meta["generation"] = current.generation + 1
+        current.body = body
+        self._stamp(current)
+        return True
+
+    def set_status(self, ref: ObjectRef, status: Body) -> bool:
+        """What a controller's status update does; True when the status changed."""
+        obj = self._objects[ref]
+        if obj.body.get("status") == status:
+            return False
+        obj.body["status"] = status
+        self._stamp(obj)
+        return True
+
+    def delete(self, ref: ObjectRef) -> SimObject | None:
+        return self._objects.pop(ref, None)
+
+    def _stamp(self, obj: SimObject) -> None:
+        self._revision += 1
+        obj.body["metadata"]["resourceVersion"] = str(self._revision)
+
+    # -- persistence ------------------------------------------------------------------------
+
+    def snapshot(self) -> Body:
+        objects = [
+            {"ref": [o.ref.api_version, o.ref.kind, o.ref.namespace, o.ref.name], "created": o.created, "body": o.body}
+            for o in sorted(self._objects.values(), key=lambda o: o.created)
+        ]
+        return {"revision": self._revision, "created": self._created, "objects": copy.deepcopy(objects)}
+
+    def restore(self, state: Body) -> None:
+        self._revision, self._created = int(state["revision"]), int(state["created"])
+        self._objects = {}
+        for item in state["objects"]:
+            ref = ObjectRef(*item["ref"])
+            self._objects[ref] = SimObject(ref, item["body"], int(item["created"]))

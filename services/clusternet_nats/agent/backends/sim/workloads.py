@@ -1,0 +1,127 @@
+"""What the sim's controllers and scheduler would make of workloads: pods placed, status reported.
+
+Every replica of a Deployment, StatefulSet or ReplicaSet is a pod requesting the sum of its
+containers' requests (a container without one counts as 100m CPU / 128Mi, so nothing is free).
+Pods are placed first-fit onto nodes, workloads in creation order, and the whole placement is
+recomputed from scratch whenever a workload changes: deterministic, so the same objects always
+give the same statuses, and deleting one workload lets the pending pods of later ones in. A pod
+that is placed is ready; Jobs complete at once and hold no capacity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusternet_nats.agent.backends.base import ObjectRef
+from clusternet_nats.agent.backends.sim.nodes import Node
+from clusternet_nats.agent.backends.sim.store import Body, SimObject
+from clusternet_nats.api.quantity import milli_value, value
+
+DEFAULT_CPU = milli_value("100m")
+DEFAULT_MEMORY = value("128Mi")
+REPLICATED = frozenset({("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "ReplicaSet")})
+JOB = ("batch", "Job")
+
+
+def _group_kind(ref: ObjectRef) -> tuple[str, str]:
+    return ref.api_version.rpartition("/")[0], ref.kind
+
+
+def is_replicated(ref: ObjectRef) -> bool:
+    return _group_kind(ref) in REPLICATED
+
+
+def is_job(ref: ObjectRef) -> bool:
+    return _group_kind(ref) == JOB
+
+
+@dataclass(frozen=True)
+class PodRequest:
+    cpu: int
+    memory: int
+
+
+def replicas(body: Body) -> int:
+    value = body.get("spec", {}).get("replicas", 1)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"spec.replicas: must be a non-negative integer, not {value!r}")
+    return value
+
+
+def pod_request(body: Body) -> PodRequest:
+    """Raises ValueError naming the field when a request is not a valid quantity."""
+    containers = body.get("spec", {}).get("template", {}).get("spec", {}).get("containers") or []
+    if not containers:
+        return PodRequest(DEFAULT_CPU, DEFAULT_MEMORY)
+    cpu = memory = 0
+    for i, container in enumerate(containers):
+        requests = (container.get("resources") or {}).get("requests") or {}
+        path = f"spec.template.spec.containers[{i}].resources.requests"
+        try:
+            cpu += milli_value(str(requests["cpu"])) if "cpu" in requests else DEFAULT_CPU
+            memory += value(str(requests["memory"])) if "memory" in requests else DEFAULT_MEMORY
+        except ValueError as err:
+            raise ValueError(f"{path}: {err}") from None
+    return PodRequest(cpu, memory)
+
+
+@dataclass
+class Placement:
+    ready: dict[ObjectRef, int] = field(default_factory=dict)
+    cpu: int = 0
+    memory: int = 0
+    pods: int = 0
+    pending: int = 0
+
+
+def place(workloads: Iterable[SimObject], nodes: Sequence[Node]) -> Placement:
+    """First-fit of every replica onto nodes, oldest workload first."""
+    free = [[n.cpu, n.memory, n.pods] for n in nodes]
+    out = Placement()
+    for obj in sorted(workloads, key=lambda o: o.created):
+        want, req = replicas(obj.body), pod_request(obj.body)
+        ready = 0
+        while ready < want:
+            slot = next((f for f in free if f[0] >= req.cpu and f[1] >= req.memory and f[2] > 0), None)
+            if slot is None:
+                break  # no node fits one more pod of this size
+            slot[0] -= req.cpu
+            slot[1] -= req.memory
+            slot[2] -= 1
+            ready += 1
+        out.ready[obj.ref] = ready
+        out.cpu += ready * req.cpu
+        out.memory += ready * req.memory
+        out.pods += ready
+        out.pending += want - ready
+    return out
+
+
+def replicated_status(obj: SimObject, ready: int) -> dict[str, Any]:
+    want = replicas(obj.body)
+    status: dict[str, Any] = {
+        "observedGeneration": obj.generation,
+        "replicas": want,
+        "updatedReplicas": want,
+        "readyReplicas": ready,
+        "availableReplicas": ready,
+    }
+    if obj.ref.kind == "Deployment":
+        status["unavailableReplicas"] = want - ready
+    elif obj.ref.kind == "StatefulSet":
+        status["currentReplicas"] = want
+    else:
+        status["fullyLabeledReplicas"] = want
+        del status["updatedReplicas"]
+    return status
+
+
+def job_status(obj: SimObject) -> dict[str, Any]:
+    completions = obj.body.get("spec", {}).get("completions") or 1
+    return {
+        "active": 0,
+        "succeeded": completions,
+        "conditions": [{"type": "Complete", "status": "True"}],
+    }

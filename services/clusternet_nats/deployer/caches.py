@@ -1,0 +1,157 @@
+"""What the deployer watches, and which Subscriptions each change concerns.
+
+One informer per bucket it reads, plus reverse indexes kept by the informers' handlers: feed
+selector -> Subscriptions, bound cluster -> Subscriptions, Subscription uid -> its Bases and
+Descriptions (found by their labels, so nothing depends on having seen them created). Every
+change becomes the keys of the Subscriptions it concerns, and a change to a Base or Description
+whose Subscription no longer exists asks for an orphan sweep instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from clusternet_nats.api import labels as known
+from clusternet_nats.api.apps import (
+    Base,
+    Description,
+    DescriptionStatus,
+    Globalization,
+    HelmChart,
+    Localization,
+    Manifest,
+    OverridePolicy,
+    Subscription,
+)
+from clusternet_nats.api.binding import SubscriptionBinding
+from clusternet_nats.api.clusters import ManagedCluster
+from clusternet_nats.api.meta import Feed, KubeObject
+from clusternet_nats.api.registry import KindInfo
+from clusternet_nats.deployer.feeds import Selector, chart_feed, feed_selector, manifest_selectors
+from clusternet_nats.deployer.index import Index
+from clusternet_nats.runtime.service import ServiceContext
+from clusternet_nats.store import BINDINGS_BUCKET, Informer, object_key, split_key
+from clusternet_nats.store.keys import namespace_filter
+
+K = TypeVar("K", bound=KubeObject)
+
+
+def owner_uid(obj: Base | Description) -> set[str]:
+    """The uid of the Subscription a Base or Description was derived from, if the deployer made it."""
+    labels = obj.metadata.labels or {}
+    uid = labels.get(known.SUBS_UID)
+    return {uid} if uid and labels.get(known.CREATED_BY) == known.DEPLOYER else set()
+
+
+def _applied_now(obj: Localization | Globalization) -> set[Selector]:
+    # Clusternet re-renders on an override change only for ApplyNow; ApplyLater waits for the
+    # next rendering of the feed, whatever triggers it.
+    feed = obj.spec.feed
+    if feed is None or obj.spec.override_policy != OverridePolicy.APPLY_NOW:
+        return set()
+    return {feed_selector(feed)}
+
+
+def _uid(sub: Subscription) -> set[str]:
+    return {sub.metadata.uid} if sub.metadata.uid else set()
+
+
+class Caches:
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.subscriptions = ctx.objects(Subscription)
+        self.bindings = ctx.records(BINDINGS_BUCKET, SubscriptionBinding)
+        self.manifests = ctx.objects(Manifest, namespace_filter(known.RESERVED_NAMESPACE))
+        self.charts = ctx.objects(HelmChart)
+        self.localizations = ctx.objects(Localization)
+        self.globalizations = ctx.objects(Globalization)
+        self.clusters = ctx.objects(ManagedCluster)
+        self.bases = ctx.objects(Base)
+        self.descriptions = ctx.objects(Description)
+        self.description_statuses = ctx.records(KindInfo.of(Description).status_bucket or "", DescriptionStatus)
+
+        self.subs_by_feed: Index[Subscription, Selector] = Index(
+            lambda sub: {feed_selector(feed) for feed in sub.spec.feeds}
+        )
+        self.subs_by_uid: Index[Subscription, str] = Index(_uid)
+        self.subs_by_cluster: Index[SubscriptionBinding, str] = Index(lambda binding: binding.binding_clusters)
+        self.manifests_by_feed: Index[Manifest, Selector] = Index(manifest_selectors)
+        self.localizations_by_feed: Index[Localization, Selector] = Index(_applied_now)
+        self.globalizations_by_feed: Index[Globalization, Selector] = Index(_applied_now)
+        self.bases_by_sub: Index[Base, str] = Index(owner_uid)
+        self.descriptions_by_sub: Index[Description, str] = Index(owner_uid)
+
+    # -- lookups for the reconciler --------------------------------------------------------
+
+    def manifests_for(self, feed: Feed) -> list[Manifest]:
+        found = (self.manifests.get(key) for key in self.manifests_by_feed.keys_for(feed_selector(feed)))
+        return [manifest for manifest in found if manifest is not None]
+
+    def chart_for(self, feed: Feed) -> HelmChart | None:
+        return self.charts.get(object_key(feed.namespace, feed.name)) if feed.namespace else None
+
+    def cluster(self, namespaced_name: str) -> ManagedCluster | None:
+        namespace, _, name = namespaced_name.partition("/")
+        return self.clusters.get(object_key(namespace, name)) if namespace and name else None
+
+    def bases_of(self, uid: str) -> list[Base]:
+        return self._owned(self.bases, self.bases_by_sub, uid)
+
+    def descriptions_of(self, uid: str) -> list[Description]:
+        return self._owned(self.descriptions, self.descriptions_by_sub, uid)
+
+    @staticmethod
+    def _owned(informer: Informer[K], index: Index[K, str], uid: str) -> list[K]:
+        found = (informer.get(key) for key in index.keys_for(uid))
+        return [obj for obj in found if obj is not None]
+
+    def live_uid(self, uid: str) -> bool:
+        return self.subs_by_uid.has(uid)
+
+    # -- change -> Subscription keys -------------------------------------------------------
+
+    def watch(self, enqueue: Callable[[str], None], sweep: Callable[[], None]) -> None:
+        """Wires every informer to `enqueue` (a Subscription key) or `sweep` (orphans to collect)."""
+
+        def for_feeds(selectors: set[Selector]) -> None:
+            for selector in selectors:
+                for key in self.subs_by_feed.keys_for(selector):
+                    enqueue(key)
+
+        def for_owners(uids: set[str] | frozenset[str]) -> None:
+            for uid in uids:
+                owners = self.subs_by_uid.keys_for(uid)
+                for key in owners:
+                    enqueue(key)
+                if not owners:
+                    sweep()
+
+        def on_subscription(key: str, sub: Subscription | None) -> None:
+            self.subs_by_feed.update(key, sub)
+            self.subs_by_uid.update(key, sub)
+            enqueue(key)
+            if sub is None:
+                sweep()
+
+        def on_binding(key: str, binding: SubscriptionBinding | None) -> None:
+            self.subs_by_cluster.update(key, binding)
+            enqueue(key)
+
+        def on_cluster(key: str, _cluster: ManagedCluster | None) -> None:
+            namespace, name = split_key(key, namespaced=True)
+            for sub_key in self.subs_by_cluster.keys_for(f"{namespace}/{name}"):
+                enqueue(sub_key)
+
+        def on_chart(key: str, _chart: HelmChart | None) -> None:
+            for_feeds({feed_selector(chart_feed(*split_key(key, namespaced=True)))})
+
+        self.subscriptions.add_handler(on_subscription)
+        self.bindings.add_handler(on_binding)
+        self.clusters.add_handler(on_cluster)
+        self.charts.add_handler(on_chart)
+        self.manifests.add_handler(lambda key, obj: for_feeds(self.manifests_by_feed.update(key, obj)))
+        self.localizations.add_handler(lambda key, obj: for_feeds(self.localizations_by_feed.update(key, obj)))
+        self.globalizations.add_handler(lambda key, obj: for_feeds(self.globalizations_by_feed.update(key, obj)))
+        self.bases.add_handler(lambda key, obj: for_owners(self.bases_by_sub.update(key, obj)))
+        self.descriptions.add_handler(lambda key, obj: for_owners(self.descriptions_by_sub.update(key, obj)))
+        self.description_statuses.add_handler(lambda key, _status: for_owners(self.descriptions_by_sub.values_of(key)))

@@ -1,0 +1,154 @@
+"""Rendering a Base's feeds for its cluster into Descriptions, as Clusternet's populateDescriptions.
+
+Ordinary objects go into `<base>-generic` (one JSON document per object, in feed order), charts
+into `<base>-helm` (each HelmChart in `chartRaw`, its merged Helm values at the same index of
+`raw`, where Clusternet's Helm deployer reads them). Objects are rendered without the fields a
+server sets (uid, resourceVersion...) so that a Description changes only when its content does.
+Pure functions: the reconciler gathers the inputs from the caches and writes the result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusternet_nats.api import labels as known
+from clusternet_nats.api.apps import (
+    Base,
+    ChartReference,
+    DeployerType,
+    Description,
+    DescriptionSpec,
+    Globalization,
+    HelmChart,
+    Localization,
+    Manifest,
+    OverrideConfig,
+    OverrideType,
+    Subscription,
+)
+from clusternet_nats.api.binding import SubscriptionBinding, feed_key
+from clusternet_nats.api.meta import Feed, ObjectMeta, OwnerReference
+from clusternet_nats.deployer.bases import with_name_label
+from clusternet_nats.deployer.feeds import Selector, chart_feed, feed_selector, manifest_selectors
+from clusternet_nats.deployer.overrides import SourcedOverride, apply_overrides, merge_patch, select_overrides
+
+GENERIC_SUFFIX = "-generic"
+HELM_SUFFIX = "-helm"
+SERVER_FIELDS = ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields")
+# A chart override may change the version or the repo, never which chart or where it installs.
+CHART_IDENTITY_FIELDS = ("chart", "targetNamespace")
+REPLICAS_OVERRIDE = "dividing scheduling replicas"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What rendering needs to know about the cluster a Base is for."""
+
+    namespace: str
+    labels: Mapping[str, str]
+    subscription: Subscription
+    replicas: Mapping[str, int] = field(default_factory=dict)
+    """This cluster's share of each divided feed, by feed key."""
+    globalizations: Sequence[Globalization] = ()
+    localizations: Sequence[Localization] = ()
+
+    def overrides(self, selectors: set[Selector]) -> list[SourcedOverride]:
+        return select_overrides(selectors, self.namespace, self.labels, self.globalizations, self.localizations)
+
+
+def cluster_replicas(binding: SubscriptionBinding, index: int) -> dict[str, int]:
+    """The replicas the scheduler gave the cluster at `index` of bindingClusters, by feed key."""
+    return {key: replicas[index] for key, replicas in binding.replicas.items() if index < len(replicas)}
+
+
+def short_replicas(binding: SubscriptionBinding) -> list[str]:
+    """Feed keys whose replicas do not cover every bound cluster (Clusternet's BadSchedulingResult)."""
+    bound = len(binding.binding_clusters)
+    return sorted(key for key, replicas in binding.replicas.items() if replicas and len(replicas) < bound)
+
+
+def clean(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The object without status and the metadata a server fills in."""
+    result = {key: value for key, value in obj.items() if key != "status"}
+    metadata = result.get("metadata")
+    if isinstance(metadata, dict):
+        result["metadata"] = {key: value for key, value in metadata.items() if key not in SERVER_FIELDS}
+    return result
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def render_generic(manifests: Sequence[tuple[Feed, Manifest]], target: Target) -> DescriptionSpec:
+    """Raises OverrideError."""
+    raw: list[bytes] = []
+    for feed, manifest in manifests:
+        overrides = target.overrides(manifest_selectors(manifest))
+        replicas = target.replicas.get(feed_key(feed.api_version, feed.kind, feed.namespace, feed.name))
+        if replicas is not None:
+            overrides.append(_replicas_override(target.subscription, replicas))
+        rendered, _ = apply_overrides(overrides, generic=clean(manifest.template))
+        raw.append(_dumps(rendered))
+    return DescriptionSpec(deployer=DeployerType.GENERIC, raw=raw)
+
+
+def _replicas_override(sub: Subscription, replicas: int) -> SourcedOverride:
+    # Clusternet writes this as a Localization of the highest priority; applying it last is the same.
+    patch = [{"op": "add", "path": "/spec/replicas", "value": replicas}]
+    config = OverrideConfig(name=REPLICAS_OVERRIDE, type=OverrideType.JSON_PATCH, value=json.dumps(patch))
+    return SourcedOverride(sub, config)
+
+
+def render_helm(charts: Sequence[HelmChart], target: Target) -> DescriptionSpec:
+    """Raises OverrideError."""
+    refs: list[ChartReference] = []
+    chart_raw: list[bytes] = []
+    values: list[bytes] = []
+    for chart in charts:
+        selectors = {feed_selector(chart_feed(chart.namespace, chart.name))}
+        chart_values, chart_patch = apply_overrides(target.overrides(selectors))
+        rendered = clean(chart.to_json_dict())
+        if isinstance(chart_patch, dict):
+            rendered = merge_patch(rendered, _without_chart_identity(chart_patch))
+        refs.append(ChartReference(name=chart.name, namespace=chart.namespace))
+        chart_raw.append(_dumps(rendered))
+        values.append(_dumps(chart_values if chart_values is not None else {}))
+    return DescriptionSpec(deployer=DeployerType.HELM, charts=refs, chart_raw=chart_raw, raw=values)
+
+
+def _without_chart_identity(patch: dict[str, Any]) -> dict[str, Any]:
+    spec = patch.get("spec")
+    if not isinstance(spec, dict):
+        return patch
+    return {**patch, "spec": {key: value for key, value in spec.items() if key not in CHART_IDENTITY_FIELDS}}
+
+
+def description_for(base: Base, spec: DescriptionSpec) -> Description:
+    """The Description of `spec` for `base`: named by its deployer, labelled with the Base's labels."""
+    suffix = HELM_SUFFIX if spec.deployer == DeployerType.HELM else GENERIC_SUFFIX
+    labels = dict(base.metadata.labels or {})
+    labels |= {
+        known.CONFIG_KIND: Base.KIND,
+        known.CONFIG_NAMESPACE: base.namespace,
+        known.CONFIG_UID: base.metadata.uid or "",
+    }
+    labels.pop(known.CONFIG_NAME, None)
+    with_name_label(labels, known.CONFIG_NAME, base.name)
+    owner = OwnerReference(
+        api_version=base.api_version,
+        kind=Base.KIND,
+        name=base.name,
+        uid=base.metadata.uid or "",
+        controller=True,
+        block_owner_deletion=True,
+    )
+    return Description.new(
+        base.name + suffix,
+        base.namespace,
+        metadata=ObjectMeta(labels=labels, owner_references=[owner]),
+        spec=spec,
+    )

@@ -1,0 +1,235 @@
+"""Localizations and Globalizations applied to one object in one cluster, as Clusternet's localizer.
+
+Pure functions, so which overrides apply, in which order and what each type does is tested
+without NATS. Order: every matching Globalization (clusterAffinity selecting the cluster, absent
+= all clusters) by ascending priority, then the cluster's Localizations by ascending priority, so
+the highest priority is applied last and wins. Clusternet's quirks are kept on purpose: a JSON
+patch whose target path does not exist leaves the object unchanged; the first non-JSONPatch
+override of an empty document becomes the document (that is how Helm values start).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jsonpatch
+import yaml
+from clusternet_nats.api.apps import (
+    FieldFormat,
+    Globalization,
+    Localization,
+    OverrideConfig,
+    OverrideType,
+)
+from clusternet_nats.api.meta import KubeObject
+from clusternet_nats.deployer.feeds import Selector, feed_selector
+from jsonpointer import JsonPointer, JsonPointerException
+
+MAX_JSON_PATCH_OPERATIONS = 10000
+_FIELD_INDENT = 4
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+
+
+class _JsonCompatibleLoader(yaml.SafeLoader):
+    """YAML as sigs.k8s.io/yaml reads it into JSON: timestamps stay strings."""
+
+
+_JsonCompatibleLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def load_json_or_yaml(text: str) -> Any:
+    """JSON is YAML: one parser reads both, as Clusternet's YAMLToJSON does."""
+    return yaml.load(text, Loader=_JsonCompatibleLoader)
+
+
+@dataclass(frozen=True)
+class SourcedOverride:
+    """One override and the object (Localization, Globalization, Subscription) it comes from."""
+
+    source: KubeObject
+    config: OverrideConfig
+
+
+class OverrideError(Exception):
+    """An override that cannot be applied; names the override, its source and the field."""
+
+    def __init__(self, override: SourcedOverride, detail: str) -> None:
+        config = override.config
+        field = f", fieldPath {config.field_path}" if config.field_path else ""
+        super().__init__(
+            f"override {config.name or '(unnamed)'!r} ({config.type}{field}) of "
+            f"{override.source.kind} {override.source.namespaced_name()}: {detail}"
+        )
+        self.override = override
+
+
+def select_overrides(
+    selectors: set[Selector],
+    namespace: str,
+    cluster_labels: Mapping[str, str],
+    globalizations: Iterable[Globalization],
+    localizations: Iterable[Localization],
+) -> list[SourcedOverride]:
+    """The overrides for an object matched by `selectors`, in the cluster of `namespace`, in order."""
+
+    def targets(feed_holder: Globalization | Localization) -> bool:
+        feed = feed_holder.spec.feed
+        return feed is not None and feed_selector(feed) in selectors
+
+    globs = [
+        glob
+        for glob in globalizations
+        if targets(glob)
+        and (glob.spec.cluster_affinity is None or glob.spec.cluster_affinity.matches(dict(cluster_labels)))
+    ]
+    locs = [loc for loc in localizations if loc.namespace == namespace and targets(loc)]
+    ordered: list[Globalization | Localization] = [*_by_priority(globs), *_by_priority(locs)]
+    return [SourcedOverride(source, config) for source in ordered for config in source.spec.overrides or []]
+
+
+def _by_priority(objects: Sequence[Globalization | Localization]) -> list[Globalization | Localization]:
+    def order(obj: Globalization | Localization) -> tuple[int, float, str]:
+        created = obj.metadata.creation_timestamp
+        return obj.spec.priority, created.timestamp() if created else 0.0, obj.name
+
+    return sorted(objects, key=order)
+
+
+def apply_overrides(overrides: Iterable[SourcedOverride], generic: Any = None, chart: Any = None) -> tuple[Any, Any]:
+    """Clusternet's applyOverrides: returns (generic, chart); None stands for an empty document.
+
+    `generic` is the object (or, for a HelmChart feed, its Helm values); `chart` collects the
+    `overrideChart` patches to the HelmChart itself. Raises OverrideError.
+    """
+    for override in overrides:
+        config = override.config
+        if not config.value.strip():
+            continue
+        value = _parse_value(override)
+        if config.override_chart:
+            if chart is None:
+                chart = value
+                continue
+        elif generic is None and config.type != OverrideType.JSON_PATCH:
+            generic = value
+            continue
+        generic, chart = _apply_one(override, value, generic, chart)
+    return generic, chart
+
+
+def _parse_value(override: SourcedOverride) -> Any:
+    try:
+        return load_json_or_yaml(override.config.value)
+    except yaml.YAMLError as err:
+        raise OverrideError(override, f"value is neither JSON nor YAML: {err}") from None
+
+
+def _apply_one(override: SourcedOverride, value: Any, generic: Any, chart: Any) -> tuple[Any, Any]:
+    kind = override.config.type
+    if kind == OverrideType.HELM:
+        if override.config.override_chart:
+            return generic, merge_patch(chart, value)
+        return _helm_values(override, generic, value), chart
+    if kind == OverrideType.JSON_PATCH:
+        return json_patch(override, generic, value), chart
+    if kind == OverrideType.MERGE_PATCH:
+        return merge_patch(generic, value), chart
+    if kind == OverrideType.FIELD_JSON_PATCH:
+        return _field_patch(override, generic, lambda field: json_patch(override, field, value)), chart
+    if kind == OverrideType.FIELD_MERGE_PATCH:
+        return _field_patch(override, generic, lambda field: merge_patch(field, value)), chart
+    raise OverrideError(override, f"unsupported override type {kind}")
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def _helm_values(override: SourcedOverride, current: Any, values: Any) -> Any:
+    # Helm's CoalesceTables(values, current) on two mappings is a merge patch: later values win,
+    # nested tables merge, null removes a key.
+    if not isinstance(values, dict) or not isinstance(current, dict):
+        raise OverrideError(override, "Helm values must be a mapping")
+    return merge_patch(current, values)
+
+
+def json_patch(override: SourcedOverride, doc: Any, operations: Any) -> Any:
+    """RFC 6902 patch; a target path that does not exist leaves `doc` unchanged (as Clusternet)."""
+    if doc is None:
+        return doc
+    patch = _decode_json_patch(override, operations)
+    try:
+        return patch.apply(doc)
+    except (jsonpatch.JsonPatchPathNotFound, JsonPointerException):
+        return doc
+    except jsonpatch.JsonPatchException as err:
+        raise OverrideError(override, f"invalid JSON patch: {err}") from None
+
+
+def _decode_json_patch(override: SourcedOverride, operations: Any) -> jsonpatch.JsonPatch:
+    if not isinstance(operations, list) or not all(isinstance(op, dict) for op in operations):
+        raise OverrideError(override, "a JSON patch must be a list of operations")
+    if len(operations) > MAX_JSON_PATCH_OPERATIONS:
+        raise OverrideError(
+            override, f"a JSON patch may hold at most {MAX_JSON_PATCH_OPERATIONS} operations, got {len(operations)}"
+        )
+    for op in operations:
+        for member in ("path", "from"):
+            pointer = op.get(member)
+            if member in op and not (isinstance(pointer, str) and (pointer == "" or pointer.startswith("/"))):
+                raise OverrideError(override, f"{member} {pointer!r} is not a JSON pointer (must start with /)")
+    try:
+        return jsonpatch.JsonPatch(operations)
+    except jsonpatch.JsonPatchException as err:
+        raise OverrideError(override, f"invalid JSON patch: {err}") from None
+
+
+def _field_patch(override: SourcedOverride, doc: Any, patch: Callable[[Any], Any]) -> Any:
+    """Patches the JSON or YAML text held in the string field at `fieldPath`, in its own format."""
+    path = override.config.field_path or ""
+    if not path.startswith("/"):
+        raise OverrideError(override, "fieldPath must be a JSON pointer starting with /")
+    try:
+        text = JsonPointer(path).resolve(doc)
+    except JsonPointerException as err:
+        raise OverrideError(override, f"field not found: {err}") from None
+    if not isinstance(text, str):
+        raise OverrideError(override, f"field is a {type(text).__name__}, not a string")
+    if not text:
+        return doc
+    field_format = override.config.field_format
+    try:
+        if field_format == FieldFormat.JSON:
+            field = json.loads(text)
+        elif field_format == FieldFormat.YAML:
+            field = load_json_or_yaml(text)
+        else:
+            raise OverrideError(override, "fieldFormat must be JSON or YAML")
+    except (json.JSONDecodeError, yaml.YAMLError) as err:
+        raise OverrideError(override, f"field is not valid {field_format}: {err}") from None
+    patched = patch(field)
+    if patched == field:
+        return doc
+    if field_format == FieldFormat.JSON:
+        rendered = json.dumps(patched, indent=_FIELD_INDENT, sort_keys=True, ensure_ascii=False)
+    else:
+        rendered = yaml.safe_dump(patched, sort_keys=True, default_flow_style=False, allow_unicode=True)
+    result = copy.deepcopy(doc)
+    JsonPointer(path).set(result, rendered)
+    return result

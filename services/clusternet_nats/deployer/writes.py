@@ -1,0 +1,49 @@
+"""Converging one derived object (Base, Description) on its desired content with CAS writes.
+
+The current object comes from an informer cache and carries the revision it was read at, so a
+write based on a stale cache fails with ConflictError and the work queue retries on fresher
+data. Labels the deployer does not own are kept, as Clusternet's update merges them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TypeVar
+
+from clusternet_nats.api.meta import KubeObject
+from clusternet_nats.store import ObjectStore
+
+K = TypeVar("K", bound=KubeObject)
+
+
+class Outcome(StrEnum):
+    CREATED = "Created"
+    UPDATED = "Updated"
+    UNCHANGED = "Unchanged"
+
+
+def _owned(obj: KubeObject) -> dict[str, object]:
+    return obj.model_dump(exclude={"metadata", "status"})
+
+
+async def ensure(store: ObjectStore[K], current: K | None, desired: K) -> tuple[K, Outcome]:
+    """Creates `desired`, or updates `current` to its spec and labels; returns the stored object."""
+    if current is None:
+        return await store.create(desired), Outcome.CREATED
+    labels = {**(current.metadata.labels or {}), **(desired.metadata.labels or {})}
+    if (
+        _owned(current) == _owned(desired)
+        and labels == (current.metadata.labels or {})
+        and (current.metadata.owner_references == desired.metadata.owner_references)
+    ):
+        return current, Outcome.UNCHANGED
+    updated = desired.model_copy(deep=True)
+    updated.metadata = current.metadata.model_copy(
+        update={"labels": labels, "owner_references": desired.metadata.owner_references}
+    )
+    return await store.update(updated, current), Outcome.UPDATED
+
+
+async def remove(store: ObjectStore[K], obj: K) -> None:
+    """Deletes `obj` as it was read (CAS on its revision); already gone is fine."""
+    await store.delete(obj.metadata.namespace, obj.name, obj.metadata.resource_version)

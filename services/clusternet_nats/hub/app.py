@@ -1,0 +1,70 @@
+"""The hub's aiohttp application: API routes, health and metrics on one port.
+
+One middleware owns failure handling and request metrics, so handlers only raise ApiError and
+every error, including a crash or an unknown path, reaches the client as a Kubernetes Status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import nats.errors
+import structlog
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
+from clusternet_nats.hub.errors import ApiError
+from clusternet_nats.hub.events import Events
+from clusternet_nats.hub.resources import Resources
+from clusternet_nats.hub.views import ObjectViews
+from clusternet_nats.runtime.metrics import Metrics
+from clusternet_nats.store.buckets import MAX_VALUE_BYTES
+from nats.aio.client import Client as NATS
+
+log = structlog.get_logger(__name__)
+
+
+def _errors_and_metrics(metrics: Metrics) -> Middleware:
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            response = await handler(request)
+        except ApiError as err:
+            response = err.response()
+        except web.HTTPException as exc:  # unknown path or method: aiohttp's own answer, as a Status
+            response = ApiError(exc.status, exc.reason.replace(" ", ""), exc.text or exc.reason).response()
+        except nats.errors.Error as err:  # NATS unreachable or slow: worth a retry, unlike a 500
+            log.warning("request.store_unavailable", method=request.method, path=request.path, error=repr(err))
+            response = ApiError(503, "ServiceUnavailable", f"the store is unavailable: {err!r}").response()
+        except Exception:
+            log.exception("request.failed", method=request.method, path=request.path)
+            response = ApiError(500, "InternalError", "internal error; see the hub's log").response()
+        metrics.inc(f'http_requests_total{{method="{request.method}",code="{response.status}"}}')
+        return response
+
+    return middleware
+
+
+def make_app(nc: NATS, metrics: Metrics, ready: Callable[[], bool]) -> web.Application:
+    js = nc.jetstream()
+    app = web.Application(
+        middlewares=[_errors_and_metrics(metrics)],
+        client_max_size=MAX_VALUE_BYTES,
+    )
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_: web.Request) -> web.Response:
+        ok = ready() and nc.is_connected
+        return web.Response(status=200 if ok else 503, text="ok" if ok else "not ready")
+
+    async def metrics_text(_: web.Request) -> web.Response:
+        metrics.set("nats_connected", 1 if nc.is_connected else 0)
+        return web.Response(text=metrics.render(), content_type="text/plain")
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics_text)
+    Events(js).add_routes(app)
+    Resources(ObjectViews(js)).add_routes(app)
+    return app

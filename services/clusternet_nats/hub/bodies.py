@@ -1,0 +1,82 @@
+"""Request bodies in, validated objects out; the store is only touched after this succeeds.
+
+A body may be JSON or YAML (Content-Type decides). On a kind's path the body must agree with
+the path: what the body leaves out (apiVersion, kind, namespace, name) is taken from the path,
+and what contradicts it is a 400 naming the field, as kube-apiserver does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import yaml
+from aiohttp import web
+from clusternet_nats.api import KindInfo, KubeObject, ObjectError, parse_object
+from clusternet_nats.hub.errors import bad_request, invalid
+
+YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml"})
+
+
+async def read_body(request: web.Request) -> dict[str, Any]:
+    """The body as a mapping; malformed JSON/YAML or a non-mapping is a 400."""
+    text = await request.text()
+    try:
+        if request.content_type in YAML_TYPES:
+            data = await asyncio.to_thread(yaml.safe_load, text)
+        else:
+            data = json.loads(text)
+    except (ValueError, yaml.YAMLError) as err:
+        raise bad_request(f"the request body is not valid {_format(request)}: {err}") from None
+    if not isinstance(data, dict):
+        raise bad_request(f"the request body must be a Kubernetes object (a mapping), not {type(data).__name__}")
+    return data
+
+
+def _format(request: web.Request) -> str:
+    return "YAML" if request.content_type in YAML_TYPES else "JSON"
+
+
+def _agree(mapping: dict[str, Any], key: str, expected: str, field: str) -> None:
+    value = mapping.get(key)
+    if value is None or value == "":
+        mapping[key] = expected
+    elif value != expected:
+        raise bad_request(f"{value!r} does not match {expected!r} given by the request path", field)
+
+
+def agree_with_path(body: dict[str, Any], info: KindInfo, namespace: str | None, name: str | None) -> dict[str, Any]:
+    """The body completed from the path, or a 400 where the two disagree."""
+    body = dict(body)
+    _agree(body, "apiVersion", info.api_version, "apiVersion")
+    _agree(body, "kind", info.kind, "kind")
+    metadata = body.setdefault("metadata", {})
+    if isinstance(metadata, dict):  # anything else is reported by the model as an invalid field
+        metadata = body["metadata"] = dict(metadata)
+        if info.namespaced and namespace:
+            _agree(metadata, "namespace", namespace, "metadata.namespace")
+        if name:
+            _agree(metadata, "name", name, "metadata.name")
+    return body
+
+
+def parse(body: dict[str, Any]) -> KubeObject:
+    """The typed object, or a 422 Status listing every invalid field."""
+    try:
+        return parse_object(body)
+    except ObjectError as err:
+        api_version = body.get("apiVersion")
+        group = api_version.rpartition("/")[0] if isinstance(api_version, str) else ""
+        metadata = body.get("metadata")
+        name = metadata.get("name") if isinstance(metadata, dict) else None
+        raise invalid(err, group, name if isinstance(name, str) else "") from None
+
+
+def dry_run(request: web.Request) -> bool:
+    """`?dryRun=All` validates and answers without writing; other values are refused."""
+    values = request.query.getall("dryRun", [])
+    if any(value != "All" for value in values):
+        raise bad_request(f"supported values: 'All', not {values!r}", "dryRun")
+    return bool(values)
+

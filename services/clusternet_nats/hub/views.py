@@ -1,0 +1,124 @@
+"""What a user reads: the object from its bucket with `status` from the controllers' buckets.
+
+Spec and status live apart so users and controllers never compare-and-set the same key; the
+user still sees Clusternet's single object. A Subscription's status has two writers, the
+scheduler (`bindings`) and the deployer (`subscriptions-status`), and is stitched together here.
+A binding made for an earlier Subscription of the same name (another uid) is not shown.
+Lists read each bucket in one pass, never one round trip per object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import structlog
+from clusternet_nats.api import KindInfo, KubeObject, Subscription, all_kinds
+from clusternet_nats.api.apps import SubscriptionStatus
+from clusternet_nats.api.binding import SubscriptionBinding
+from clusternet_nats.store import BINDINGS_BUCKET, JsonBucket, ObjectStore
+from clusternet_nats.store.keys import namespace_filter
+from nats.js import JetStreamContext
+from pydantic import BaseModel, ValidationError
+
+log = structlog.get_logger(__name__)
+
+
+def _status_model(info: KindInfo) -> type[BaseModel] | None:
+    field = info.model.model_fields.get("status")
+    annotation = field.annotation if field is not None else None
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
+class ObjectViews:
+    """Reads objects of every kind as users see them (status merged)."""
+
+    def __init__(self, js: JetStreamContext) -> None:
+        self._stores: dict[str, ObjectStore[KubeObject]] = {info.kind: ObjectStore(js, info) for info in all_kinds()}
+        self._status = {
+            info.kind: JsonBucket(js, info.status_bucket) for info in all_kinds() if info.status_bucket
+        }
+        self._bindings = JsonBucket(js, BINDINGS_BUCKET)
+
+    def store(self, info: KindInfo) -> ObjectStore[KubeObject]:
+        return self._stores[info.kind]
+
+    async def get(self, info: KindInfo, namespace: str | None, name: str) -> KubeObject | None:
+        store = self.store(info)
+        key = store.key(namespace, name)
+        obj, status, binding = await asyncio.gather(
+            store.get(namespace, name), self._get_status(info, key), self._get_binding(info, key)
+        )
+        return None if obj is None else _merge(info, obj, status, binding)
+
+    async def view(self, info: KindInfo, obj: KubeObject) -> KubeObject:
+        """`obj` (just written) with the status currently recorded for it."""
+        key = self.store(info).key_of(obj)
+        status, binding = await asyncio.gather(self._get_status(info, key), self._get_binding(info, key))
+        return _merge(info, obj, status, binding)
+
+    async def list(self, info: KindInfo, namespace: str | None) -> list[KubeObject]:
+        key_filter = namespace_filter(namespace if info.namespaced else None)
+        objects, statuses, bindings = await asyncio.gather(
+            self.store(info).list(namespace),
+            self._all(self._status.get(info.kind), key_filter),
+            self._all(self._bindings if info.kind == Subscription.KIND else None, key_filter),
+        )
+        out = []
+        for obj in objects:
+            key = self.store(info).key_of(obj)
+            out.append(_merge(info, obj, statuses.get(key), bindings.get(key)))
+        return out
+
+    async def _get_status(self, info: KindInfo, key: str) -> bytes | None:
+        bucket = self._status.get(info.kind)
+        found = await bucket.get(key) if bucket is not None else None
+        return None if found is None else found[0]
+
+    async def _get_binding(self, info: KindInfo, key: str) -> bytes | None:
+        found = await self._bindings.get(key) if info.kind == Subscription.KIND else None
+        return None if found is None else found[0]
+
+    @staticmethod
+    async def _all(bucket: JsonBucket | None, key_filter: str) -> dict[str, bytes]:
+        if bucket is None:
+            return {}
+        return {key: data for key, data, _ in await bucket.entries(key_filter)}
+
+
+
+def _merge(info: KindInfo, obj: KubeObject, status: bytes | None, binding: bytes | None) -> KubeObject:
+    model = _status_model(info)
+    if model is None:
+        return obj
+    value = _decode(model, status, info, obj) if status else model()
+    if isinstance(value, SubscriptionStatus) and binding:
+        value = _with_binding(value, binding, obj)
+    setattr(obj, "status", value)  # noqa: B010 - status is declared by the kind, not by KubeObject
+    return obj
+
+
+def _decode(model: type[BaseModel], data: bytes, info: KindInfo, obj: KubeObject) -> BaseModel:
+    try:
+        return model.model_validate_json(data)
+    except ValidationError as err:
+        # A status we cannot read must not make the object unreadable; its writer is at fault.
+        log.warning("status.unreadable", kind=info.kind, object=obj.namespaced_name(), error=str(err))
+        return model()
+
+
+def _with_binding(status: SubscriptionStatus, data: bytes, obj: KubeObject) -> SubscriptionStatus:
+    try:
+        binding = SubscriptionBinding.model_validate_json(data)
+    except ValidationError as err:
+        log.warning("binding.unreadable", object=obj.namespaced_name(), error=str(err))
+        return status
+    if binding.subscription_uid != obj.metadata.uid:
+        return status
+    update: dict[str, Any] = {
+        "binding_clusters": binding.binding_clusters,
+        "replicas": binding.replicas,
+        "spec_hash": binding.spec_hash,
+        "desired_releases": binding.desired_releases,
+    }
+    return status.model_copy(update=update)

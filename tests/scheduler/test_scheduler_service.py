@@ -1,0 +1,166 @@
+"""The scheduler in-process against a real NATS: bindings follow Subscriptions and clusters.
+
+Every test labels its clusters with its own namespace and selects only those, because the
+scheduler sees every ManagedCluster on the shared server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from clusternet_nats.api.apps import Manifest, Subscription
+from clusternet_nats.api.binding import SubscriptionBinding, feed_key, spec_hash
+from clusternet_nats.api.clusters import ManagedCluster
+from clusternet_nats.api.loader import parse_object
+from clusternet_nats.api.meta import Taint, Toleration
+from clusternet_nats.api.registry import by_kind
+from clusternet_nats.scheduler.service import build
+from clusternet_nats.store import BINDINGS_BUCKET, ObjectStore, StatusStore, list_events, object_key
+from clusternet_nats.testing.inprocess import running_service
+from clusternet_nats.testing.natsserver import NatsServer
+from clusternet_nats.testing.waiting import eventually
+from nats.js import JetStreamContext
+
+ClusterFactory = Callable[..., ManagedCluster]
+SubscriptionFactory = Callable[..., Subscription]
+STATIC = {"type": "Static"}
+DYNAMIC = {"type": "Dynamic"}
+
+
+class Hub:
+    """The stores a test writes through, and the binding it waits for."""
+
+    def __init__(self, js: JetStreamContext) -> None:
+        self.js = js
+        self.clusters: ObjectStore[ManagedCluster] = ObjectStore(js, by_kind("ManagedCluster"))
+        self.subs: ObjectStore[Subscription] = ObjectStore(js, by_kind("Subscription"))
+        self.manifests: ObjectStore[Manifest] = ObjectStore(js, by_kind("Manifest"))
+        self.bindings = StatusStore(js, BINDINGS_BUCKET, SubscriptionBinding)
+
+    async def binding(self, sub: Subscription) -> SubscriptionBinding | None:
+        found = await self.bindings.get(object_key(sub.namespace, sub.name))
+        return None if found is None else found.value
+
+    async def wait_bound(self, sub: Subscription, clusters: list[str]) -> SubscriptionBinding:
+        async def bound() -> SubscriptionBinding | None:
+            binding = await self.binding(sub)
+            return binding if binding is not None and binding.binding_clusters == clusters else None
+
+        return await eventually(bound, 10, what=f"{sub.name} bound to {clusters}")
+
+    async def unbound(self, sub: Subscription) -> bool:
+        return await self.binding(sub) is None
+
+    async def events(self, sub: Subscription, reason: str) -> list[str]:
+        found = await list_events(self.js, "Subscription", sub.namespace, sub.name)
+        return [event.message for event in found if event.reason == reason]
+
+
+@pytest.fixture
+def hub(js: JetStreamContext) -> Hub:
+    return Hub(js)
+
+
+def selecting(ns: str, **labels: str) -> list[dict[str, Any]]:
+    return [{"clusterAffinity": {"matchLabels": {"test": ns, **labels}}}]
+
+
+async def test_binding_follows_labels_taints_tolerations_restarts_and_deletion(
+    nats_server: NatsServer, hub: Hub, unique_ns: str, make_cluster: ClusterFactory, make_sub: SubscriptionFactory
+) -> None:
+    a, _, c = [
+        await hub.clusters.create(make_cluster(f"{unique_ns}-{x}", labels={"test": unique_ns, "env": env}))
+        for x, env in (("a", "prod"), ("b", "prod"), ("c", "dev"))
+    ]
+    sub = await hub.subs.create(make_sub("app", unique_ns, selecting(unique_ns, env="prod")))
+    async with running_service("clusternet-scheduler", build, nats_server.url):
+        binding = await hub.wait_bound(sub, [f"{unique_ns}-a/mc", f"{unique_ns}-b/mc"])
+        assert binding.spec_hash == spec_hash(sub.spec)
+        assert binding.desired_releases == 2
+        assert binding.subscription_uid == sub.metadata.uid
+        assert binding.replicas == {}
+
+        c.labels["env"] = "prod"
+        await hub.clusters.update(c)
+        await hub.wait_bound(sub, [f"{unique_ns}-{x}/mc" for x in "abc"])
+        scheduled = await eventually(lambda: hub.events(sub, "Scheduled"), 5)
+        assert scheduled[0] == f"Successfully bound {unique_ns}/app to {unique_ns}-a/mc,{unique_ns}-b/mc"
+
+    # While the scheduler is down, a cluster is tainted; the restarted one relists and converges.
+    a.spec.taints = [Taint(key="maintenance", value=unique_ns, effect="NoSchedule")]
+    await hub.clusters.update(a)
+    async with running_service("clusternet-scheduler", build, nats_server.url):
+        await hub.wait_bound(sub, [f"{unique_ns}-b/mc", f"{unique_ns}-c/mc"])
+
+        sub.spec.cluster_tolerations = [Toleration(key="maintenance", operator="Exists")]
+        sub = await hub.subs.update(sub)
+        binding = await hub.wait_bound(sub, [f"{unique_ns}-{x}/mc" for x in "abc"])
+        assert binding.spec_hash == spec_hash(sub.spec)
+
+        await hub.subs.delete(sub.namespace, sub.name)
+        await eventually(lambda: hub.unbound(sub), 10, what="binding removed with its Subscription")
+    scheduled = await hub.events(sub, "Scheduled")
+    assert len(scheduled) == 4, f"one Scheduled event per new binding, none repeated on restart: {scheduled}"
+
+
+async def test_unschedulable_subscription_is_told_once_and_bound_when_a_cluster_fits(
+    nats_server: NatsServer, hub: Hub, unique_ns: str, make_cluster: ClusterFactory, make_sub: SubscriptionFactory
+) -> None:
+    tainted = [{"key": "dedicated", "value": unique_ns, "effect": "NoExecute"}]
+    await hub.clusters.create(make_cluster(f"{unique_ns}-a", labels={"test": unique_ns}, taints=tainted))
+    sub = await hub.subs.create(make_sub("app", unique_ns, selecting(unique_ns)))
+    async with running_service("clusternet-scheduler", build, nats_server.url):
+        binding = await hub.wait_bound(sub, [])
+        assert binding.desired_releases == 0
+        failed = await eventually(lambda: hub.events(sub, "FailedScheduling"), 5)
+        assert "clusters are available: " in failed[0]
+        assert f"1 cluster(s) had untolerated taint {{dedicated: {unique_ns}}}" in failed[0]
+
+        await hub.clusters.create(make_cluster(f"{unique_ns}-b", labels={"test": unique_ns}))
+        await hub.wait_bound(sub, [f"{unique_ns}-b/mc"])
+        await eventually(lambda: hub.events(sub, "Scheduled"), 5)
+    assert len(await hub.events(sub, "FailedScheduling")) == 1, "re-evaluating an unchanged failure tells no one"
+
+
+async def test_static_dividing_splits_replicas_by_weight_and_follows_the_manifest(
+    nats_server: NatsServer, hub: Hub, unique_ns: str, make_cluster: ClusterFactory, make_sub: SubscriptionFactory
+) -> None:
+    for x, weight in (("a", "1"), ("b", "2")):
+        await hub.clusters.create(make_cluster(f"{unique_ns}-{x}", labels={"test": unique_ns, "weight": weight}))
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": unique_ns}}
+    manifest = parse_object({**deployment, "spec": {"replicas": 6}})
+    assert isinstance(manifest, Manifest)
+    manifest = await hub.manifests.create(manifest)
+    feed = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": unique_ns}
+    subscribers = [{**selecting(unique_ns, weight=w)[0], "weight": int(w)} for w in ("1", "2")]
+    sub = await hub.subs.create(
+        make_sub("app", unique_ns, subscribers, feeds=[feed], schedulingStrategy="Dividing", dividingScheduling=STATIC)
+    )
+    key = feed_key("apps/v1", "Deployment", unique_ns, "web")
+    async with running_service("clusternet-scheduler", build, nats_server.url):
+        binding = await hub.wait_bound(sub, [f"{unique_ns}-a/mc", f"{unique_ns}-b/mc"])
+        assert binding.replicas == {key: [2, 4]}
+
+        manifest.template["spec"]["replicas"] = 9
+        await hub.manifests.update(manifest)
+
+        async def divided_again() -> bool:
+            binding = await hub.binding(sub)
+            return binding is not None and binding.replicas == {key: [3, 6]}
+
+        await eventually(divided_again, 10, what="replicas re-divided after the Deployment was scaled")
+
+
+async def test_dynamic_dividing_is_not_supported_yet(
+    nats_server: NatsServer, hub: Hub, unique_ns: str, make_cluster: ClusterFactory, make_sub: SubscriptionFactory
+) -> None:
+    await hub.clusters.create(make_cluster(f"{unique_ns}-a", labels={"test": unique_ns}))
+    sub = await hub.subs.create(
+        make_sub("app", unique_ns, selecting(unique_ns), schedulingStrategy="Dividing", dividingScheduling=DYNAMIC)
+    )
+    async with running_service("clusternet-scheduler", build, nats_server.url):
+        failed = await eventually(lambda: hub.events(sub, "FailedScheduling"), 10)
+    assert failed == ["scheduling strategy Dividing/Dynamic is not supported yet"]
+    assert await hub.unbound(sub), "an unsupported strategy writes no binding"
