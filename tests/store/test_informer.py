@@ -6,6 +6,8 @@ from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.store import Informer, JsonBucket
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually
+from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
 
 
@@ -36,7 +38,8 @@ async def test_lists_then_follows_updates_and_deletes(private_nats: NatsServer) 
     await conn.close()
 
 
-async def test_resumes_after_server_restart_without_missing_changes(private_nats: NatsServer) -> None:
+async def test_resumes_after_server_restarts_without_missing_changes(private_nats: NatsServer) -> None:
+    """With the default 30 s long poll, each restart is still caught up within seconds."""
     conn = Connection(private_nats.url, "test")
     nc = await conn.connect()
     js = nc.jetstream(timeout=1)
@@ -49,20 +52,53 @@ async def test_resumes_after_server_restart_without_missing_changes(private_nats
     await bucket.create("before", b"x")
     await eventually(lambda: informer.get("before") == b"x", 5)
 
-    private_nats.restart()
-    restarted = time.monotonic()
+    for round_ in range(3):
+        private_nats.restart()
+        restarted = time.monotonic()
+        key = f"after-{round_}"
 
-    async def write_after_restart() -> bool:
-        try:
-            await bucket.create("after", b"y")
-        except Exception:
-            return False
-        return True
+        async def write_after_restart(key: str = key) -> bool:
+            try:
+                await bucket.create(key, b"y")
+            except Exception:
+                return False
+            return True
 
-    await eventually(write_after_restart, 10)
-    await eventually(lambda: informer.get("after") == b"y", 5, what="change after restart reaches the informer")
-    assert time.monotonic() - restarted < 5, "an informer must resume within 5 s of a NATS restart"
+        await eventually(write_after_restart, 10)
+        await eventually(lambda key=key: informer.get(key) == b"y", 10, what=f"change after restart {round_}")
+        assert time.monotonic() - restarted < 5, "an informer must resume within 5 s of a NATS restart"
     assert informer.get("before") == b"x"
+    await informer.stop()
+    await conn.close()
+
+
+async def test_a_long_poll_hands_over_each_change_at_once(nc: NATS, js: JetStreamContext, unique_ns: str) -> None:
+    bucket = JsonBucket(js, "bindings")
+    informer: Informer[bytes] = Informer(nc, js, "bindings", decode, key_filter=f"{unique_ns}.>", idle_poll=30)
+    await informer.start()
+    await informer.wait_synced(5)
+    for i in range(5):
+        started = time.monotonic()
+        await bucket.create(f"{unique_ns}.k{i}", b"{}")
+        await eventually(lambda i=i: informer.get(f"{unique_ns}.k{i}") is not None, 5)
+        assert time.monotonic() - started < 1.0, "a lingering pull must not hold a change back"
+    await informer.stop()
+
+
+async def test_recovers_when_its_consumer_is_deleted(private_nats: NatsServer) -> None:
+    conn = Connection(private_nats.url, "test")
+    nc = await conn.connect()
+    js = nc.jetstream()
+    await js.create_key_value(KeyValueConfig(bucket="things", history=1))
+    bucket = JsonBucket(js, "things")
+    informer: Informer[bytes] = Informer(nc, js, "things", decode, idle_poll=3)
+    await informer.start()
+    await informer.wait_synced(5)
+    consumers = await js.consumers_info("KV_things")
+    assert len(consumers) == 1
+    await js.delete_consumer("KV_things", consumers[0].name)
+    await bucket.create("later", b"z")
+    await eventually(lambda: informer.get("later") == b"z", 10, what="a new consumer picks up where the old one was")
     await informer.stop()
     await conn.close()
 

@@ -40,8 +40,10 @@ class Connection:
                     max_reconnect_attempts=-1,
                     reconnect_time_wait=0.25,
                     connect_timeout=2,
-                    ping_interval=5,
-                    max_outstanding_pings=2,
+                    # A restarted server closes the socket, which is noticed at once; pings only
+                    # catch half-open links, and each costs the server: one per 20 s per client.
+                    ping_interval=20,
+                    max_outstanding_pings=3,
                     error_cb=self._error,
                     disconnected_cb=self._disconnected,
                     reconnected_cb=self._reconnected,

@@ -2,11 +2,17 @@
 
 Why not nats-py's `kv.watch()`: it rides an ordered push consumer that, after a nats-server
 restart, took about 15 s to notice (measured, see docs/architecture.md). Here a pull consumer
-with no acks is read in a loop; the informer remembers the last stream sequence it applied and,
-whenever its consumer is gone (server restart, lost connection, consumer expired), makes a new
-one that starts right after it. Nothing is missed and nothing is replayed twice, so resuming
-takes one consumer creation once the connection is back. If the stream itself was reset (its
-last sequence is behind ours), it relists from scratch and reports the keys that vanished.
+with no acks is read with long polls (store/pull.py); the informer remembers the last stream
+sequence it applied and, whenever its consumer is gone (server restart, lost connection,
+consumer deleted), makes a new one that starts right after it. Nothing is missed and nothing is
+replayed twice, so resuming takes one consumer creation once the connection is back: the
+connection's reconnect callback calls `resync()`, which cuts the current poll short. If the
+stream itself was reset (its last sequence is behind ours), it relists from scratch and reports
+the keys that vanished.
+
+An idle informer costs the server one pull request per `idle_poll` seconds (30 s by default)
+and an idle heartbeat every third of that, not a poll a second: with thousands of agents each
+following its own Descriptions, idle load must stay small.
 
 Handlers are plain callables that should only enqueue keys (see WorkQueue): reconcilers read
 the latest state from the cache when they run, so missed, merged or reordered notifications
@@ -17,11 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 import structlog
+from clusternet_nats.store.pull import PullReader
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
@@ -31,8 +37,7 @@ T = TypeVar("T")
 Handler = Callable[[str, "T | None"], None]
 
 _FETCH_BATCH = 512
-_FETCH_TIMEOUT = 1.0
-_LIVENESS_EVERY = 2.0
+DEFAULT_IDLE_POLL = 30.0
 _DELETE_OPS = {"DEL", "PURGE"}
 
 log = structlog.get_logger(__name__)
@@ -48,8 +53,10 @@ class Informer(Generic[T]):
         bucket: str,
         decode: Callable[[str, bytes, int], T],
         key_filter: str = ">",
+        idle_poll: float = DEFAULT_IDLE_POLL,
     ) -> None:
         self.nc, self.js = nc, js
+        self.idle_poll = idle_poll
         self.bucket = bucket
         self.stream = f"KV_{bucket}"
         self.subject_prefix = f"$KV.{bucket}."
@@ -130,7 +137,7 @@ class Informer(Generic[T]):
             self._revisions.clear()
         config = ConsumerConfig(
             ack_policy=AckPolicy.NONE,
-            inactive_threshold=30.0,
+            inactive_threshold=2 * self.idle_poll + 10.0,
             mem_storage=True,
             max_ack_pending=-1,
         )
@@ -139,31 +146,42 @@ class Informer(Generic[T]):
             config.opt_start_seq = self._last_seq + 1
         else:
             config.deliver_policy = DeliverPolicy.LAST_PER_SUBJECT
-        sub = await self.js.pull_subscribe(self.subject_prefix + self.key_filter, stream=self.stream, config=config)
+        config.name = self.nc.new_inbox().rsplit(".", 1)[-1]
+        config.filter_subject = self.subject_prefix + self.key_filter
+        info = await self.js.add_consumer(self.stream, config)
+        reader = PullReader(self.nc, self.stream, config.name, _FETCH_BATCH, self.idle_poll)
+        await reader.start()
         seen: set[str] | None = set() if relist or not self.synced else None
         try:
-            info = await sub.consumer_info()
-            if info.num_pending == 0:
+            if not info.num_pending:
                 self._mark_synced(seen)
                 seen = None
-            last_check = time.monotonic()
             while not self._reset.is_set():
-                try:
-                    msgs = await sub.fetch(_FETCH_BATCH, timeout=_FETCH_TIMEOUT)
-                except TimeoutError:
-                    if time.monotonic() - last_check > _LIVENESS_EVERY:
-                        await sub.consumer_info()  # raises if the consumer or server went away
-                        last_check = time.monotonic()
-                    continue
-                for msg in msgs:
+                msgs = await self._next(reader)
+                for msg in msgs or ():
                     self._apply(msg, seen)
                     if seen is not None and msg.metadata.num_pending == 0:
                         self._mark_synced(seen)
                         seen = None
-                last_check = time.monotonic()
         finally:
+            await reader.close()
             with contextlib.suppress(Exception):
-                await sub.unsubscribe()
+                await self.js.delete_consumer(self.stream, config.name)
+
+    async def _next(self, reader: PullReader) -> list[Msg] | None:
+        """The next messages, or None when a resync asked for a new consumer first."""
+        pull = asyncio.ensure_future(reader.next())
+        reset = asyncio.ensure_future(self._reset.wait())
+        try:
+            await asyncio.wait({pull, reset}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            reset.cancel()
+        if not pull.done():
+            pull.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await pull
+            return None
+        return pull.result()
 
     async def _stream_was_reset(self) -> bool:
         if not self._last_seq:

@@ -1,0 +1,90 @@
+"""Reading a pull consumer with our own pull requests, handing over each message as it arrives.
+
+nats-py's `fetch()` answers a long poll only when its whole batch is filled or its deadline
+passes (its first request is a no-wait probe, which the server treats as a lingering pull once it
+carries an expiry), so a 30 s poll could hold a change back for 30 s. Here one pull request for
+up to `batch` messages lingers `expires` seconds with idle heartbeats; messages are returned as
+soon as they come; a heartbeat proves the consumer alive without a separate request; a 409 from
+the server, or silence for two heartbeats, raises ConsumerGoneError so the caller makes a new
+consumer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+
+_STATUS = "Status"
+_DESCRIPTION = "Description"
+_HEARTBEAT = "100"
+_REQUEST_DONE = ("404", "408")
+
+
+class ConsumerGoneError(Exception):
+    """The consumer was deleted, lost its leader, or stopped answering."""
+
+
+class PullReader:
+    def __init__(
+        self, nc: NATS, stream: str, consumer: str, batch: int = 512, expires: float = 30.0
+    ) -> None:
+        self.nc = nc
+        self.batch = batch
+        self.expires = expires
+        self.heartbeat = max(0.5, min(15.0, expires / 3))
+        self._next_subject = f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}"
+        self._inbox = nc.new_inbox()
+        self._queue: asyncio.Queue[Msg] = asyncio.Queue()
+        self._sub: Subscription | None = None
+        self._outstanding = 0
+
+    async def start(self) -> None:
+        self._sub = await self.nc.subscribe(self._inbox, cb=self._queue.put)
+
+    async def close(self) -> None:
+        if self._sub is not None:
+            with contextlib.suppress(Exception):
+                await self._sub.unsubscribe()
+            self._sub = None
+
+    async def _request(self) -> None:
+        request = {
+            "batch": self.batch,
+            "expires": int(self.expires * 1e9),
+            "idle_heartbeat": int(self.heartbeat * 1e9),
+        }
+        await self.nc.publish(self._next_subject, json.dumps(request).encode(), reply=self._inbox)
+        self._outstanding = self.batch
+
+    async def next(self) -> list[Msg]:
+        """Waits for at least one message; returns it and whatever else already arrived."""
+        while True:
+            if self._outstanding <= 0:
+                await self._request()
+            try:
+                msg = await asyncio.wait_for(self._queue.get(), 2 * self.heartbeat + 1.0)
+            except TimeoutError:
+                raise ConsumerGoneError(f"no heartbeat for {2 * self.heartbeat + 1.0:.1f}s") from None
+            msgs = self._accept(msg)
+            while not self._queue.empty():
+                msgs.extend(self._accept(self._queue.get_nowait()))
+            if msgs:
+                return msgs
+
+    def _accept(self, msg: Msg) -> list[Msg]:
+        status = (msg.headers or {}).get(_STATUS)
+        if not status:
+            self._outstanding -= 1
+            return [msg]
+        if status == _HEARTBEAT:
+            return []
+        if status in _REQUEST_DONE:
+            self._outstanding = 0
+            return []
+        description = (msg.headers or {}).get(_DESCRIPTION, "")
+        raise ConsumerGoneError(f"{status} {description}".strip())
