@@ -81,10 +81,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clusters", type=int, default=100)
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--log-level", default="warning")
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="cnet-bench-"))
-    system = System(workdir, sim_clusters=args.clusters, labels_cycle="env=bench", log_level="warning")
+    system = System(workdir, sim_clusters=args.clusters, labels_cycle="env=bench", log_level=args.log_level)
     t0 = time.monotonic()
     system.start(timeout=300)
     startup = time.monotonic() - t0

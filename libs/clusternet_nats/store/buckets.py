@@ -19,6 +19,10 @@ EVENTS_SUBJECT_PREFIX = "events"
 EVENTS_MAX_AGE_SECONDS = 24 * 3600
 EVENTS_PER_OBJECT = 200
 MAX_VALUE_BYTES = 8 * 1024 * 1024
+# nats-server 2.15 gives a stream that leaves max_consumers unset a limit of 1,000 consumers
+# (jetstream.limits.default_max_consumers); every agent follows its own Descriptions with its
+# own consumer, so the 1,001st cluster could not start (found by bench/replication_rollout.py).
+MAX_CONSUMERS = 100_000
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,7 @@ async def ensure_buckets(js: JetStreamContext, layout: StoreLayout | None = None
             except BadRequestError:
                 # Another service created it between our check and our create.
                 await js.key_value(name)
+        await _allow_consumers(js, f"KV_{name}")
     config = StreamConfig(
         name=EVENTS_STREAM,
         subjects=[f"{EVENTS_SUBJECT_PREFIX}.>"],
@@ -64,6 +69,7 @@ async def ensure_buckets(js: JetStreamContext, layout: StoreLayout | None = None
         max_msgs_per_subject=EVENTS_PER_OBJECT,
         storage=layout.storage,
         num_replicas=layout.replicas,
+        max_consumers=MAX_CONSUMERS,
     )
     try:
         await js.stream_info(EVENTS_STREAM)
@@ -72,3 +78,11 @@ async def ensure_buckets(js: JetStreamContext, layout: StoreLayout | None = None
             await js.add_stream(config)
         except BadRequestError:
             await js.stream_info(EVENTS_STREAM)
+    await _allow_consumers(js, EVENTS_STREAM)
+
+
+async def _allow_consumers(js: JetStreamContext, stream: str) -> None:
+    info = await js.stream_info(stream)
+    if info.config.max_consumers != MAX_CONSUMERS:
+        info.config.max_consumers = MAX_CONSUMERS
+        await js.update_stream(info.config)

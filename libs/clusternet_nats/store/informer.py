@@ -124,7 +124,7 @@ class Informer(Generic[T]):
             except asyncio.CancelledError:
                 raise
             except Exception as err:
-                self._log.info("informer.reconnecting", error=repr(err))
+                self._log.info("informer.reconnecting", error=repr(err), detail=getattr(err, "description", None))
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._reset.wait(), backoff)
                 backoff = min(backoff * 2, 1.0)
