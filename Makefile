@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo up test lint schemas bench clean
+.PHONY: install demo up test lint schemas bench clean tools
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,12 +25,19 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python -m clusternet_nats.api.schemas --check proto-schemas
+	$(BIN)/python -m clusternet_nats.api.crds --check deploy/k8s/crds
 
-test: lint
+# etcd, kube-apiserver, kube-controller-manager, kubectl, helm and the NATS CLI, built from Go
+# modules once and cached by version (see hack/tools.sh); the tests run the real binaries.
+tools:
+	bash hack/tools.sh
+
+test: lint tools
 	$(BIN)/pytest -q -p no:cacheprovider
 
 schemas: $(STAMP)
 	$(BIN)/python -m clusternet_nats.api.schemas proto-schemas
+	$(BIN)/python -m clusternet_nats.api.crds deploy/k8s/crds
 
 bench: $(STAMP)
 	$(BIN)/python bench/replication_rollout.py

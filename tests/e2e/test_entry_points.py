@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-SERVICES = ["hub", "scheduler", "deployer", "predictor", "agent"]
+SERVICES = ["hub", "scheduler", "deployer", "predictor", "agent", "bridge"]
 
 
 @pytest.mark.parametrize("service", SERVICES)

@@ -1,9 +1,8 @@
 """Every bucket exists once, and admits one consumer per cluster well past the server's default."""
 
-from nats.js import JetStreamContext
-
 from clusternet_nats.store import ensure_buckets
 from clusternet_nats.store.buckets import EVENTS_STREAM, MAX_CONSUMERS, bucket_names
+from nats.js import JetStreamContext
 
 
 async def test_buckets_are_created_idempotently_with_room_for_many_consumers(js: JetStreamContext) -> None:

@@ -6,10 +6,11 @@ events the way `kubectl describe` does and people read them without learning a n
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from enum import StrEnum
 
-from clusternet_nats.api.meta import Int32, KubeObject, Model
+from clusternet_nats.api.meta import Int32, KubeObject, Model, utcnow
 from pydantic import Field
 
 
@@ -46,6 +47,30 @@ class Event(KubeObject):
     last_timestamp: datetime | None = None
     count: Int32 = 1
     reporting_component: str | None = None
+
+    @classmethod
+    def about(cls, involved: ObjectReference, type_: str, reason: str, message: str, component: str) -> Event:
+        """A new Event (count 1, stamped now, uniquely named) about `involved`."""
+        now = utcnow()
+        return cls.model_validate(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {
+                    "name": f"{involved.name}.{uuid.uuid4().hex[:16]}",
+                    "namespace": involved.namespace or "default",
+                },
+                "involvedObject": involved,
+                "reason": reason,
+                "message": message,
+                "type": type_,
+                "source": {"component": component},
+                "reportingComponent": component,
+                "firstTimestamp": now,
+                "lastTimestamp": now,
+                "count": 1,
+            }
+        )
 
 
 __all__ = ["Event", "EventSource", "EventType", "ObjectReference"]

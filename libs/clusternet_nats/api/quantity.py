@@ -67,3 +67,19 @@ def value(text: str | int) -> int:
 def milli_value(text: str | int) -> int:
     """apimachinery's Quantity.MilliValue(): the quantity in thousandths, rounded up."""
     return math.ceil(parse_quantity(text) * 1000)
+
+
+_BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+
+
+def cpu_text(millicores: int) -> str:
+    """As Kubernetes prints CPU: whole cores when exact ("12"), else millicores ("1500m")."""
+    return str(millicores // 1000) if millicores % 1000 == 0 else f"{millicores}m"
+
+
+def memory_text(size: int) -> str:
+    """The largest binary suffix that divides the size exactly ("24Gi", "1536Mi", "100")."""
+    for suffix, unit in _BINARY:
+        if size and size % unit == 0:
+            return f"{size // unit}{suffix}"
+    return str(size)

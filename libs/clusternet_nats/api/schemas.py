@@ -23,7 +23,11 @@ from clusternet_nats.api.events import Event
 from clusternet_nats.api.registry import all_kinds
 from pydantic import BaseModel
 
-EXTRA_MODULES: list[str] = []
+EXTRA_MODULES: list[str] = [
+    "clusternet_nats.api.inventory",
+    "clusternet_nats.api.push",
+    "clusternet_nats.api.registration",
+]
 """Modules (dotted names) imported before generating, so their register_message calls run."""
 
 _registered: list[WireMessage] = []
@@ -106,4 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # Run the imported module's main: register_message calls fill *its* registry, not __main__'s.
+    from clusternet_nats.api import schemas
+
+    raise SystemExit(schemas.main())

@@ -1,9 +1,10 @@
-"""What `cnet get` shows for each kind: the CRDs' additionalPrinterColumns, plus a few for -o wide.
+"""What `cnet get` shows for each kind: the CRDs' printer columns, plus a few for -o wide.
 
-Clusternet's CRDs are the reference (`/work/shared/compat/clusternet-crds`): same headers in the
-same order, and columns with a priority there appear only with `-o wide` here as in kubectl.
-Subscriptions have no printer columns in Clusternet; their wide view adds what people ask
-first: how they are scheduled, onto how many clusters, and how far the rollout got.
+The columns come from `api.printer_columns`, the table the generated CRDs also use, so `cnet get`
+and `kubectl get` against the bridge's parent show the same; columns with a priority appear only
+with `-o wide`, as in kubectl. Subscriptions have no printer columns in Clusternet; their wide
+view adds what people ask first: how they are scheduled, onto how many clusters, and how far the
+rollout got (computed values a JSONPath column cannot express).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from clusternet_nats.api import KindInfo
+from clusternet_nats.api.printer_columns import PrinterColumn, table_columns
 from clusternet_nats.cli.printers import age, render_table
 
 Object = dict[str, Any]
@@ -25,22 +27,15 @@ class Column:
     value: Callable[[Object, datetime], str]
     wide_only: bool = False
 
+    @classmethod
+    def of(cls, printer: PrinterColumn) -> Column:
+        def value(obj: Object, now: datetime) -> str:
+            found = printer.value(obj)
+            if printer.type == "date":
+                return age(found, now)
+            return "" if found is None else str(found)
 
-def field(*path: str) -> Callable[[Object, datetime], str]:
-    """A column showing the value at a path (`spec.deployer`), empty when absent."""
-
-    def value(obj: Object, _: datetime) -> str:
-        current: Any = obj
-        for part in path:
-            current = current.get(part) if isinstance(current, dict) else None
-        return "" if current is None else str(current)
-
-    return value
-
-
-def _ready(obj: Object, _: datetime) -> str:
-    conditions = (obj.get("status") or {}).get("conditions") or []
-    return next((str(c.get("status", "")) for c in conditions if c.get("type") == "Ready"), "")
+        return cls(printer.name, value, wide_only=printer.priority > 0)
 
 
 def _bindings(obj: Object, _: datetime) -> str:
@@ -52,45 +47,23 @@ def _releases(obj: Object, _: datetime) -> str:
     return f"{status.get('completedReleases') or 0}/{status.get('desiredReleases') or 0}"
 
 
-AGE = Column("AGE", lambda obj, now: age((obj.get("metadata") or {}).get("creationTimestamp"), now))
-_HELM = [
-    Column("CHART", field("spec", "chart")),
-    Column("VERSION", field("spec", "version")),
-    Column("REPO", field("spec", "repo")),
-    Column("STATUS", field("status", "phase")),
-    AGE,
-]
+def _strategy(obj: Object, _: datetime) -> str:
+    return str((obj.get("spec") or {}).get("schedulingStrategy") or "")
 
-COLUMNS: dict[str, list[Column]] = {
+
+WIDE_EXTRAS: dict[str, list[Column]] = {
     "Subscription": [
-        AGE,
-        Column("STRATEGY", field("spec", "schedulingStrategy"), wide_only=True),
+        Column("STRATEGY", _strategy, wide_only=True),
         Column("BINDINGS", _bindings, wide_only=True),
         Column("COMPLETED/DESIRED", _releases, wide_only=True),
-    ],
-    "Description": [Column("DEPLOYER", field("spec", "deployer")), Column("STATUS", field("status", "phase")), AGE],
-    "HelmChart": _HELM,
-    "HelmRelease": _HELM,
-    "ManagedCluster": [
-        Column("CLUSTER ID", field("spec", "clusterId")),
-        Column("CLUSTER TYPE", field("spec", "clusterType"), wide_only=True),
-        Column("SYNC MODE", field("spec", "syncMode")),
-        Column("KUBERNETES", field("status", "k8sVersion")),
-        Column("STATUS", _ready),
-        AGE,
-        Column("AGENT VERSION", field("status", "agentVersion"), wide_only=True),
-    ],
-    "ClusterRegistrationRequest": [
-        Column("CLUSTER ID", field("spec", "clusterId")),
-        Column("STATUS", field("status", "result")),
-        AGE,
     ],
 }
 
 
 def columns_for(kind: str, wide: bool) -> list[Column]:
     """The columns after NAME (and NAMESPACE); every kind has at least AGE."""
-    return [c for c in COLUMNS.get(kind, [AGE]) if wide or not c.wide_only]
+    columns = [Column.of(c) for c in table_columns(kind)] + WIDE_EXTRAS.get(kind, [])
+    return [c for c in columns if wide or not c.wide_only]
 
 
 def resource_name(info: KindInfo) -> str:

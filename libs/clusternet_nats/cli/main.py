@@ -18,6 +18,8 @@ from typing import Annotated, NoReturn, TypeVar
 import typer
 from clusternet_nats.api import KindInfo, ObjectErrors, UnknownKindError, resolve
 from clusternet_nats.api.paths import object_path
+from clusternet_nats.cli import approval as approval_cli
+from clusternet_nats.cli import token as token_cli
 from clusternet_nats.cli.apply import Target, apply_one, delete_one, load_files
 from clusternet_nats.cli.client import DEFAULT_SERVER, HubClient, HubError, Object
 from clusternet_nats.cli.columns import resource_name
@@ -202,6 +204,62 @@ def delete(
         items = [(object_path(info, ns, name), resource_name(info), name) for name in args[1:]]
     if _run(ctx, lambda client: _each([functools.partial(delete_one, client, *i) for i in items])):
         raise typer.Exit(1)
+
+
+token_app = typer.Typer(help="Bootstrap tokens that let a child cluster register.", no_args_is_help=True)
+app.add_typer(token_app, name="token")
+
+
+@token_app.command("create")
+def token_create(
+    ctx: typer.Context,
+    ttl: Annotated[
+        float | None, typer.Option("--ttl", min=1, help="Seconds until it expires (default: never).")
+    ] = None,
+    description: Annotated[str, typer.Option("--description", help="What it is for.")] = "",
+) -> None:
+    """Prints a new token, `[a-z0-9]{6}.[a-z0-9]{16}`; it is shown only now."""
+    created = _run(ctx, lambda client: token_cli.create(client, ttl, description))
+    typer.echo(created.token)
+
+
+@token_app.command("list")
+def token_list(ctx: typer.Context) -> None:
+    typer.echo(token_cli.table(_run(ctx, token_cli.list_tokens)))
+
+
+@token_app.command("revoke")
+def token_revoke(
+    ctx: typer.Context, token_id: Annotated[str, typer.Argument(help="The token's id (first part).")]
+) -> None:
+    _run(ctx, lambda client: token_cli.revoke(client, token_id.split(".")[0]))
+    typer.echo(f"bootstrap token {token_id.split('.')[0]} revoked")
+
+
+def _decide(ctx: typer.Context, kind: str, name: str, approved: bool, reason: str = "") -> None:
+    try:
+        approval_cli.check_kind(kind)
+    except (ValueError, UnknownKindError) as err:
+        _fail(str(err))
+    result = _run(ctx, lambda client: approval_cli.decide(client, name, approved, reason))
+    typer.echo(f"clusterregistrationrequest.clusters.clusternet.io/{name} {result.lower()}")
+
+
+@app.command()
+def approve(ctx: typer.Context, kind: Annotated[str, typer.Argument(help="clsrr")], name: str) -> None:
+    """Approves a Pending ClusterRegistrationRequest (hub with --manual-approval)."""
+    _decide(ctx, kind, name, True)
+
+
+@app.command()
+def deny(
+    ctx: typer.Context,
+    kind: Annotated[str, typer.Argument(help="clsrr")],
+    name: str,
+    reason: Annotated[str, typer.Option("--reason", help="Told to the agent.")] = "",
+) -> None:
+    """Denies a Pending ClusterRegistrationRequest (hub with --manual-approval)."""
+    _decide(ctx, kind, name, False, reason)
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ to re-create its consumer as soon as the link is back instead of waiting for its
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 
 import nats
@@ -17,9 +18,16 @@ from nats.aio.client import Client as NATS
 log = structlog.get_logger(__name__)
 
 
+def _redacted(url: str) -> str:
+    """URLs without their `user:password@` parts, for logs."""
+    return ",".join(re.sub(r"//[^/@]*@", "//", u) for u in url.split(","))
+
+
 class Connection:
-    def __init__(self, url: str, name: str, creds: str | None = None) -> None:
+    def __init__(self, url: str, name: str, creds: str | None = None, inbox_prefix: str | None = None) -> None:
         self.url, self.name, self.creds = url, name, creds
+        # A cluster's credentials let it read replies under its own prefix only, never `_INBOX.>`.
+        self.inbox_prefix = inbox_prefix
         self.nc: NATS | None = None
         self._on_reconnect: list[Callable[[], None]] = []
         self.errors: list[BaseException] = []
@@ -36,6 +44,7 @@ class Connection:
                     servers=[u.strip() for u in self.url.split(",")],
                     name=self.name,
                     user_credentials=self.creds,
+                    **({"inbox_prefix": self.inbox_prefix} if self.inbox_prefix else {}),
                     allow_reconnect=True,
                     max_reconnect_attempts=-1,
                     reconnect_time_wait=0.25,
@@ -48,12 +57,14 @@ class Connection:
                     disconnected_cb=self._disconnected,
                     reconnected_cb=self._reconnected,
                 )
-                log.info("nats.connected", url=self.nc.connected_url.netloc if self.nc.connected_url else self.url)
+                # host:port only: a URL may carry a user and password.
+                where = self.nc.connected_url
+                log.info("nats.connected", url=f"{where.hostname}:{where.port}" if where else "?")
                 return self.nc
             except Exception as err:
                 if asyncio.get_running_loop().time() > deadline:
                     raise
-                log.info("nats.connect_retry", url=self.url, error=repr(err))
+                log.info("nats.connect_retry", url=_redacted(self.url), error=repr(err))
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
 

@@ -71,6 +71,19 @@ _COMMON: list[inspect.Parameter] = [
             ),
         ],
     ),
+    inspect.Parameter(
+        "jetstream_domain",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[
+            str | None,
+            typer.Option(
+                "--jetstream-domain",
+                envvar="CNET_JETSTREAM_DOMAIN",
+                help="The hub's JetStream domain (set when connected through a leaf node).",
+            ),
+        ],
+    ),
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])

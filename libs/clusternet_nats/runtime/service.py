@@ -44,6 +44,10 @@ class CommonOptions:
     health_host: str = "127.0.0.1"
     health_port: int = 0
     replicas: int = 1
+    jetstream_domain: str | None = None
+    """The hub's JetStream domain; needed when connected through a leaf node."""
+    ensure_store: bool = True
+    """Create missing buckets at start; False where the credentials may not (a registered agent)."""
 
 
 class ServiceContext:
@@ -54,7 +58,7 @@ class ServiceContext:
         self.options = options
         self.conn = conn
         self.nc = nc
-        self.js: JetStreamContext = nc.jetstream()
+        self.js: JetStreamContext = nc.jetstream(domain=options.jetstream_domain)
         self.recorder = EventRecorder(self.js, name)
         self.metrics = Metrics(name)
         self.informers: list[Informer[object]] = []
@@ -181,7 +185,8 @@ async def serve(name: str, options: CommonOptions, build: Builder, stop: asyncio
     conn = Connection(options.nats_url, name, options.nats_creds)
     nc = await conn.connect()
     ctx = ServiceContext(name, options, conn, nc)
-    await ensure_buckets(ctx.js, StoreLayout(replicas=options.replicas))
+    if options.ensure_store:
+        await ensure_buckets(ctx.js, StoreLayout(replicas=options.replicas))
     await build(ctx)
     runner = await _health_app(ctx)
     await ctx.start()

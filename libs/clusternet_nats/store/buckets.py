@@ -8,6 +8,7 @@ History is 1: the latest value (or tombstone) per key is all a level-triggered r
 
 from dataclasses import dataclass
 
+from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET
 from clusternet_nats.api.registry import all_kinds
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, RetentionPolicy, StorageType, StreamConfig
@@ -32,7 +33,7 @@ class StoreLayout:
 
 
 def bucket_names() -> list[str]:
-    names = [BINDINGS_BUCKET]
+    names = [BINDINGS_BUCKET, NODE_INVENTORIES_BUCKET]
     for info in all_kinds():
         names.append(info.bucket)
         if info.status_bucket:
@@ -55,12 +56,15 @@ async def ensure_buckets(js: JetStreamContext, layout: StoreLayout | None = None
                         storage=layout.storage,
                         replicas=layout.replicas,
                         max_value_size=MAX_VALUE_BYTES,
+                        # Direct gets name the key in the subject, so NATS permissions can confine
+                        # a cluster's reads to its own keys (a STREAM.MSG.GET hides it in the body).
+                        direct=True,
                     )
                 )
             except BadRequestError:
                 # Another service created it between our check and our create.
                 await js.key_value(name)
-        await _allow_consumers(js, f"KV_{name}")
+        await _allow_consumers(js, f"KV_{name}", direct=True)
     config = StreamConfig(
         name=EVENTS_STREAM,
         subjects=[f"{EVENTS_SUBJECT_PREFIX}.>"],
@@ -81,8 +85,9 @@ async def ensure_buckets(js: JetStreamContext, layout: StoreLayout | None = None
     await _allow_consumers(js, EVENTS_STREAM)
 
 
-async def _allow_consumers(js: JetStreamContext, stream: str) -> None:
+async def _allow_consumers(js: JetStreamContext, stream: str, direct: bool = False) -> None:
     info = await js.stream_info(stream)
-    if info.config.max_consumers != MAX_CONSUMERS:
+    if info.config.max_consumers != MAX_CONSUMERS or (direct and not info.config.allow_direct):
         info.config.max_consumers = MAX_CONSUMERS
+        info.config.allow_direct = info.config.allow_direct or direct
         await js.update_stream(info.config)

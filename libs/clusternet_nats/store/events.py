@@ -7,11 +7,9 @@ Recording is best-effort: losing an Event never fails a reconcile.
 
 from __future__ import annotations
 
-import uuid
-
 import structlog
-from clusternet_nats.api.events import Event
-from clusternet_nats.api.meta import KubeObject, utcnow
+from clusternet_nats.api.events import Event, ObjectReference
+from clusternet_nats.api.meta import KubeObject
 from clusternet_nats.store.buckets import EVENTS_STREAM, EVENTS_SUBJECT_PREFIX
 from clusternet_nats.store.keys import object_key
 from nats.js import JetStreamContext
@@ -30,32 +28,14 @@ class EventRecorder:
         self.component = component
 
     async def record(self, obj: KubeObject, type_: str, reason: str, message: str) -> None:
-        now = utcnow()
-        event = Event.model_validate(
-            {
-                "apiVersion": "v1",
-                "kind": "Event",
-                "metadata": {
-                    "name": f"{obj.name}.{uuid.uuid4().hex[:16]}",
-                    "namespace": obj.metadata.namespace or "default",
-                },
-                "involvedObject": {
-                    "apiVersion": obj.api_version,
-                    "kind": obj.kind,
-                    "namespace": obj.metadata.namespace,
-                    "name": obj.name,
-                    "uid": obj.metadata.uid,
-                },
-                "reason": reason,
-                "message": message,
-                "type": type_,
-                "source": {"component": self.component},
-                "reportingComponent": self.component,
-                "firstTimestamp": now,
-                "lastTimestamp": now,
-                "count": 1,
-            }
+        involved = ObjectReference(
+            api_version=obj.api_version,
+            kind=obj.kind,
+            namespace=obj.metadata.namespace,
+            name=obj.name,
+            uid=obj.metadata.uid,
         )
+        event = Event.about(involved, type_, reason, message, self.component)
         try:
             await self.js.publish(
                 event_subject(obj.kind, obj.metadata.namespace, obj.name),
@@ -76,9 +56,7 @@ async def list_events(
     js: JetStreamContext, kind: str | None = None, namespace: str | None = None, name: str | None = None
 ) -> list[Event]:
     """Stored events, oldest first, for one object or (with Nones) for everything."""
-    subject = (
-        event_subject(kind, namespace, name) if kind and name else f"{EVENTS_SUBJECT_PREFIX}.{kind or '*'}.>"
-    )
+    subject = event_subject(kind, namespace, name) if kind and name else f"{EVENTS_SUBJECT_PREFIX}.{kind or '*'}.>"
     config = ConsumerConfig(
         ack_policy=AckPolicy.NONE,
         deliver_policy=DeliverPolicy.ALL,

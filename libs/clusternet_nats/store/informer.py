@@ -149,7 +149,9 @@ class Informer(Generic[T]):
         config.name = self.nc.new_inbox().rsplit(".", 1)[-1]
         config.filter_subject = self.subject_prefix + self.key_filter
         info = await self.js.add_consumer(self.stream, config)
-        reader = PullReader(self.nc, self.stream, config.name, _FETCH_BATCH, self.idle_poll)
+        reader = PullReader(
+            self.nc, self.stream, config.name, _FETCH_BATCH, self.idle_poll, getattr(self.js, "_prefix", "$JS.API")
+        )
         await reader.start()
         seen: set[str] | None = set() if relist or not self.synced else None
         try:

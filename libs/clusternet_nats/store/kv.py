@@ -28,6 +28,7 @@ from pydantic import BaseModel
 JSON_CONTENT_TYPE = "application/json"
 _WRONG_LAST_SEQUENCE = (10071, 10164)
 _DELETED = (KV_DEL, KV_PURGE)
+_DEFAULT_API = "$JS.API"
 
 T = TypeVar("T", bound=BaseModel)
 K = TypeVar("K", bound=KubeObject)
@@ -51,6 +52,13 @@ class JsonBucket:
     def prefix(self) -> str:
         return f"$KV.{self.name}."
 
+    @property
+    def write_prefix(self) -> str:
+        """Where writes go: through `$JS.<domain>.API.` when JetStream is another domain's, since
+        nats-server denies `$KV.>` across leaf nodes between domains (as nats.go's `useJSPfx`)."""
+        api = getattr(self.js, "_prefix", _DEFAULT_API)
+        return self.prefix if api == _DEFAULT_API else f"{api}.{self.prefix}"
+
     async def _bucket(self) -> KeyValue:
         if self._kv is None:
             self._kv = await self.js.key_value(self.name)
@@ -68,7 +76,7 @@ class JsonBucket:
         """Writes iff the key's latest revision is `revision` (0: the key must not exist)."""
         headers = {Header.EXPECTED_LAST_SUBJECT_SEQUENCE: str(revision), "Content-Type": JSON_CONTENT_TYPE}
         try:
-            ack = await self.js.publish(self.prefix + key, data, headers=headers)
+            ack = await self.js.publish(self.write_prefix + key, data, headers=headers)
         except APIError as err:
             if err.err_code in _WRONG_LAST_SEQUENCE:
                 raise ConflictError(self.name, key, err.description or "") from err
@@ -97,7 +105,7 @@ class JsonBucket:
         if revision:
             headers[Header.EXPECTED_LAST_SUBJECT_SEQUENCE] = str(revision)
         try:
-            await self.js.publish(self.prefix + key, b"", headers=headers)
+            await self.js.publish(self.write_prefix + key, b"", headers=headers)
         except APIError as err:
             if err.err_code in _WRONG_LAST_SEQUENCE:
                 raise ConflictError(self.name, key, err.description or "") from err

@@ -31,13 +31,20 @@ class ConsumerGoneError(Exception):
 
 class PullReader:
     def __init__(
-        self, nc: NATS, stream: str, consumer: str, batch: int = 512, expires: float = 30.0
+        self,
+        nc: NATS,
+        stream: str,
+        consumer: str,
+        batch: int = 512,
+        expires: float = 30.0,
+        api_prefix: str = "$JS.API",
     ) -> None:
         self.nc = nc
         self.batch = batch
         self.expires = expires
         self.heartbeat = max(0.5, min(15.0, expires / 3))
-        self._next_subject = f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}"
+        # `$JS.<domain>.API` when JetStream is the hub's, reached across a leaf node.
+        self._next_subject = f"{api_prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer}"
         self._inbox = nc.new_inbox()
         self._queue: asyncio.Queue[Msg] = asyncio.Queue()
         self._sub: Subscription | None = None

@@ -58,6 +58,7 @@ class NatsServer:
         server_name: str = "hub",
         extra_config: str = "",
         log_file: str | os.PathLike[str] | None = None,
+        jetstream_domain: str | None = None,
     ) -> None:
         self._tmp = None if store_dir else tempfile.TemporaryDirectory(prefix="cnet-nats-")
         self.store_dir = Path(store_dir) if store_dir else Path(self._tmp.name)  # type: ignore[union-attr]
@@ -65,6 +66,7 @@ class NatsServer:
         self.monitor_port = free_port()
         self.server_name = server_name
         self.extra_config = extra_config
+        self.jetstream_domain = jetstream_domain
         self.log_file = Path(log_file) if log_file else self.store_dir / "nats-server.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -88,6 +90,7 @@ jetstream {{
   store_dir: "{self.store_dir / "jetstream"}"
   max_memory_store: 1G
   max_file_store: 10G
+  {f"domain: {self.jetstream_domain}" if self.jetstream_domain else ""}
 }}
 {self.extra_config}
 """

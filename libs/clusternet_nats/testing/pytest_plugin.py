@@ -1,7 +1,9 @@
 """pytest fixtures: a real nats-server per test session, a connection per test.
 
 Tests share one server and stay apart by using their own namespaces (`unique_ns`); a test
-that restarts NATS asks for `private_nats` instead.
+that restarts NATS asks for `private_nats` instead. Kubernetes control planes (`kube_parent`,
+`kube_children`) are real etcd + kube-apiserver processes, started once per session and only
+when a test asks for them; `kube_tools` builds the binaries first if they are not cached.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from clusternet_nats.testing.kube import ControlPlane
 from clusternet_nats.testing.natsserver import NatsServer
+from clusternet_nats.testing.tools import Tools, ensure_tools
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 
@@ -51,3 +55,28 @@ async def js(nc: NATS) -> JetStreamContext:
 @pytest.fixture
 def unique_ns() -> str:
     return f"t-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="session")
+def kube_tools() -> Tools:
+    return ensure_tools()
+
+
+@pytest.fixture(scope="session")
+def kube_parent(kube_tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    plane = ControlPlane("parent", kube_tools, tmp_path_factory.mktemp("kube-parent")).start()
+    yield plane
+    plane.stop()
+
+
+@pytest.fixture(scope="session")
+def kube_children(kube_tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[ControlPlane]]:
+    """Two child clusters, `child-1` and `child-2`."""
+    planes: list[ControlPlane] = []
+    try:
+        for i in (1, 2):
+            planes.append(ControlPlane(f"child-{i}", kube_tools, tmp_path_factory.mktemp(f"kube-child-{i}")).start())
+        yield planes
+    finally:
+        for plane in planes:
+            plane.stop()

@@ -1,13 +1,22 @@
 """`python -m clusternet_nats.agent`: the agent of one child cluster, or of N simulated ones."""
 
+import asyncio
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from clusternet_nats.agent.backends.sim import Sizing
+from clusternet_nats.agent.cluster_agent import StatusSettings
+from clusternet_nats.agent.collector import (
+    DEFAULT_COLLECT_FREQUENCY,
+    DEFAULT_LABEL_PREFIXES,
+    DEFAULT_LABEL_THRESHOLD,
+    LabelAggregation,
+)
 from clusternet_nats.agent.heartbeat import DEFAULT_REPORT_FREQUENCY
 from clusternet_nats.agent.identity import parse_labels, parse_labels_cycle
-from clusternet_nats.agent.service import SERVICE, Agent, AgentOptions
+from clusternet_nats.agent.registration import RegistrationSettings, registered_process
+from clusternet_nats.agent.service import SERVICE, Agent, AgentOptions, Backend
 from clusternet_nats.api.clusters import ClusterSyncMode
 from clusternet_nats.runtime.options import with_common_options
 from clusternet_nats.runtime.service import CommonOptions, run
@@ -54,10 +63,46 @@ def agent(
     state_dir: Annotated[
         Path | None, _option("--state-dir", "Keep simulated clusters' objects here across restarts.")
     ] = None,
+    sim_node_labels: Annotated[
+        str, _option("--sim-node-labels", "Label sets k=v,...;k=v,... given to simulated nodes in turn.")
+    ] = "",
     report_frequency: Annotated[
-        float, _option("--report-frequency", "Seconds between cluster status reports.")
+        float,
+        _option("--cluster-status-update-frequency", "Seconds between cluster status reports (heartbeats)."),
     ] = DEFAULT_REPORT_FREQUENCY,
+    collect_frequency: Annotated[
+        float, _option("--cluster-status-collect-frequency", "Seconds between cluster status collections.")
+    ] = DEFAULT_COLLECT_FREQUENCY,
+    labels_threshold: Annotated[
+        float,
+        _option("--labels-aggregate-threshold", "Share of nodes that must carry a label for the cluster to get it."),
+    ] = DEFAULT_LABEL_THRESHOLD,
+    labels_prefix: Annotated[
+        str, _option("--labels-aggregate-prefix", "Comma-separated prefixes of node labels to aggregate.")
+    ] = ",".join(DEFAULT_LABEL_PREFIXES),
+    app_pusher: Annotated[
+        bool, _option("--app-pusher", "Clusternet's AppPusher feature gate: let the hub deploy (Push, Dual).")
+    ] = False,
+    backend: Annotated[Backend, _option("--backend", "sim: simulated clusters; kube: a real cluster.")] = Backend.SIM,
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option(envvar="CNET_KUBECONFIG", help="The kube backend's cluster (default: in-cluster config)."),
+    ] = None,
+    bootstrap_token: Annotated[
+        str | None, _option("--bootstrap-token", "Register with this token (needs --state-dir for credentials).")
+    ] = None,
+    hub_leaf_url: Annotated[
+        str | None, _option("--hub-leaf-url", "Run a leaf node per cluster dialling the hub's leaf port (tls://...).")
+    ] = None,
+    hub_ca: Annotated[Path | None, _option("--hub-ca", "CA of the hub's leaf-node TLS certificate.")] = None,
 ) -> None:
+    if bootstrap_token and state_dir is None:
+        raise typer.BadParameter("--bootstrap-token needs --state-dir, where the cluster's credentials are kept")
+    registration = (
+        RegistrationSettings(bootstrap_token, state_dir, hub_leaf_url, hub_ca)
+        if bootstrap_token and state_dir
+        else None
+    )
     options = AgentOptions(
         cluster_name=cluster_name,
         cluster_id=cluster_id,
@@ -65,14 +110,28 @@ def agent(
         sync_mode=sync_mode,
         sim_clusters=sim_clusters,
         sim_labels_cycle=_labels_cycle(sim_labels_cycle),
-        sizing=Sizing(sim_nodes, sim_node_cpu, sim_node_memory),
+        sizing=Sizing(sim_nodes, sim_node_cpu, sim_node_memory, tuple(_labels_cycle(sim_node_labels))),
         state_dir=state_dir,
         report_frequency=report_frequency,
+        backend=backend,
+        kubeconfig=kubeconfig,
+        registration=registration,
+        status=StatusSettings(
+            collect_frequency=collect_frequency,
+            app_pusher=app_pusher,
+            aggregation=LabelAggregation(labels_threshold, tuple(p for p in labels_prefix.split(",") if p)),
+        ),
     )
     try:
         built = Agent(options)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from None
+    if registration is not None:
+        if backend is not Backend.SIM:
+            raise typer.BadParameter("--bootstrap-token is built for --backend sim so far")
+        first = options.enrollment(options.identities()[0])
+        assert first is not None
+        common = asyncio.run(registered_process(common, first))
     run(SERVICE, common, built.build)
 
 

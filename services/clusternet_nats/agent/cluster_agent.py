@@ -4,16 +4,25 @@ A process may host many simulated clusters; each gets what a separate agent proc
 (its own connection, so NATS sees N clients and can give each its own permissions later, and
 its own ServiceContext, so informers, queues and background jobs start and stop in the order
 every service relies on). Its log lines carry `cluster=<name>`: it runs inside bound context.
+Who deploys follows Clusternet's sync-mode rules (api/push.py): the Description controller
+when the agent pulls, the push responder when the hub pushes.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import structlog
+from clusternet_nats.agent.applier import Applier
 from clusternet_nats.agent.backends.base import ClusterBackend
+from clusternet_nats.agent.collector import DEFAULT_COLLECT_FREQUENCY, LabelAggregation, StatusCollector
 from clusternet_nats.agent.description_controller import DescriptionController
 from clusternet_nats.agent.heartbeat import Heartbeat
 from clusternet_nats.agent.identity import ClusterIdentity
-from clusternet_nats.api.clusters import ClusterSyncMode
+from clusternet_nats.agent.push_responder import PushResponder
+from clusternet_nats.agent.registration import Enrollment
+from clusternet_nats.api.push import deployable_by_agent
+from clusternet_nats.api.registration import inbox_prefix
 from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.runtime.service import CommonOptions, ServiceContext
 
@@ -22,14 +31,34 @@ COMPONENT = "clusternet-agent"
 log = structlog.get_logger(__name__)
 
 
+@dataclass(frozen=True)
+class StatusSettings:
+    """How the cluster's status is collected and reported, and whether the hub may push."""
+
+    collect_frequency: float = DEFAULT_COLLECT_FREQUENCY
+    app_pusher: bool = False
+    """Clusternet's AppPusher feature gate: the hub may deploy here (Push, or Dual)."""
+    aggregation: LabelAggregation = field(default_factory=LabelAggregation)
+
+
 class ClusterAgent:
-    def __init__(self, identity: ClusterIdentity, backend: ClusterBackend, report_frequency: float) -> None:
+    def __init__(
+        self,
+        identity: ClusterIdentity,
+        backend: ClusterBackend,
+        report_frequency: float,
+        settings: StatusSettings | None = None,
+        enrollment: Enrollment | None = None,
+    ) -> None:
         self.identity = identity
         self.backend = backend
         self.report_frequency = report_frequency
+        self.settings = settings or StatusSettings()
         self.ctx: ServiceContext | None = None
         self.heartbeat: Heartbeat | None = None
         self._conn: Connection | None = None
+        self.enrollment = enrollment
+        """Registration mode: how this cluster registers and reaches the hub (None: pre-provisioned)."""
 
     @property
     def ready(self) -> bool:
@@ -39,15 +68,32 @@ class ClusterAgent:
     async def start(self, options: CommonOptions) -> None:
         with structlog.contextvars.bound_contextvars(cluster=self.identity.name):
             await self.backend.start()
-            self._conn = Connection(options.nats_url, f"{COMPONENT}/{self.identity.name}", options.nats_creds)
+            self._conn = await self._connection(options)
             self.ctx = ServiceContext(COMPONENT, options, self._conn, await self._conn.connect())
-            # Clusternet's DeployableByAgent: in Push mode the hub deploys (AppPusher is off, so Dual pulls).
-            if self.identity.sync_mode is not ClusterSyncMode.PUSH:
+            settings = self.settings
+            if deployable_by_agent(self.identity.sync_mode, settings.app_pusher):
                 DescriptionController(self.ctx, self.identity, self.backend)
-            self.heartbeat = Heartbeat(self.ctx.js, self.identity, self.backend, self.report_frequency)
+            if settings.app_pusher:
+                self.ctx.run_forever(PushResponder(self.ctx, self.identity, Applier(self.backend)).serve)
+            collector = StatusCollector(
+                self.backend,
+                settings.collect_frequency,
+                self.report_frequency,
+                settings.app_pusher,
+                settings.aggregation,
+            )
+            self.ctx.run_forever(collector.run)
+            self.heartbeat = Heartbeat(self.ctx.js, self.identity, collector, self.report_frequency)
             self.ctx.run_forever(self.heartbeat.run)
             await self.ctx.start()
             log.info("agent.cluster_started", namespace=self.identity.namespace, sync_mode=self.identity.sync_mode)
+
+    async def _connection(self, options: CommonOptions) -> Connection:
+        name = f"{COMPONENT}/{self.identity.name}"
+        if self.enrollment is None:
+            return Connection(options.nats_url, name, options.nats_creds)
+        url = await self.enrollment.connect_url(options.nats_url)
+        return Connection(url, name, inbox_prefix=inbox_prefix(self.identity.cluster_id))
 
     async def stop(self) -> None:
         with structlog.contextvars.bound_contextvars(cluster=self.identity.name):
@@ -56,3 +102,6 @@ class ClusterAgent:
             await self.backend.close()
             if self._conn is not None:
                 await self._conn.close()
+            if self.enrollment is not None:
+                await self.enrollment.close()
+

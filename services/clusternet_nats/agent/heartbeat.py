@@ -2,36 +2,52 @@
 
 Until registration lands, the agent writes its own ManagedCluster (merging its identity into
 whatever is there, so taints or labels others added survive, and writing nothing when nothing
-changed). Status goes to `managedclusters-status` at start and every `--report-frequency`
-(Clusternet's default: 3 minutes); a failed round is retried within a second, not a period.
+changed). Every `--cluster-status-update-frequency` (Clusternet's default: 3 minutes) it sends
+the last collection (see collector.py) to `managedclusters-status`, keeps the ManagedCluster's
+aggregated node labels in step, and writes the node inventory when it changed. The report is the
+heartbeat: the hub's cluster-health controller marks a cluster Unknown after three missed ones.
+As Clusternet's status manager, it remembers what it last wrote (status revision, labels) and
+reads again only on a conflict, so a steady heartbeat is one write. A failed round is retried
+within a second, not a period.
 """
 
 from __future__ import annotations
 
 import asyncio
-from importlib.metadata import version
 
 import structlog
-from clusternet_nats.agent.backends.base import ClusterBackend
+from clusternet_nats.agent.collector import Collected, StatusCollector
 from clusternet_nats.agent.identity import ClusterIdentity
-from clusternet_nats.api.clusters import (
-    ManagedCluster,
-    ManagedClusterSpec,
-    ManagedClusterStatus,
-    NodeStatistics,
-    PodStatistics,
-    ResourceUsage,
-)
+from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterSpec, ManagedClusterStatus
+from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
 from clusternet_nats.api.meta import Condition, ConditionStatus, set_condition, utcnow
 from clusternet_nats.api.registry import by_kind
-from clusternet_nats.store import ObjectStore, StatusStore
+from clusternet_nats.store import ConflictError, ObjectStore, StatusStore, Versioned
 from nats.js import JetStreamContext
 
 DEFAULT_REPORT_FREQUENCY = 180.0
 _RETRY_SECONDS = 1.0
-AGENT_VERSION = f"v{version('clusternet-nats')}"
 
 log = structlog.get_logger(__name__)
+
+
+def ready_condition(status: ManagedClusterStatus) -> Condition:
+    """Clusternet's rule: Ready when (livez and readyz) or healthz."""
+    if (status.livez and status.readyz) or status.healthz:
+        return Condition(
+            type="Ready",
+            status=ConditionStatus.TRUE,
+            last_transition_time=utcnow(),
+            reason="ManagedClusterReady",
+            message="managed cluster is ready.",
+        )
+    return Condition(
+        type="Ready",
+        status=ConditionStatus.FALSE,
+        last_transition_time=utcnow(),
+        reason="ManagedClusterNotReady",
+        message="managed cluster is not ready.",
+    )
 
 
 class Heartbeat:
@@ -39,17 +55,21 @@ class Heartbeat:
         self,
         js: JetStreamContext,
         identity: ClusterIdentity,
-        backend: ClusterBackend,
+        collector: StatusCollector,
         frequency: float = DEFAULT_REPORT_FREQUENCY,
     ) -> None:
         info = by_kind(ManagedCluster.KIND)
         assert info.status_bucket is not None
-        self.identity, self.backend, self.frequency = identity, backend, frequency
+        self.identity, self.collector, self.frequency = identity, collector, frequency
         self.clusters: ObjectStore[ManagedCluster] = ObjectStore(js, info)
         self.statuses = StatusStore(js, info.status_bucket, ManagedClusterStatus)
+        self.inventories = StatusStore(js, NODE_INVENTORIES_BUCKET, NodeInventory)
         self.key = self.clusters.key(identity.namespace, identity.name)
         self.registered = False
         """True once the ManagedCluster and a first status are written: the cluster is schedulable."""
+        self._inventory: NodeInventory | None = None
+        self._status: Versioned[ManagedClusterStatus] | None = None
+        self._labels: dict[str, str] | None = None
         self._log = log.bind(cluster=identity.name)
 
     async def run(self) -> None:
@@ -83,32 +103,44 @@ class Heartbeat:
             await self.clusters.update(desired, current)
 
     async def report(self) -> None:
-        facts = await self.backend.facts()
-        current = await self.statuses.get(self.key)
-        ready = Condition(
-            type="Ready",
-            status=ConditionStatus.TRUE,
-            last_transition_time=utcnow(),
-            reason="ManagedClusterReady",
-            message="managed cluster is ready.",
-        )
-        status = ManagedClusterStatus(
-            last_observed_time=utcnow(),
-            k8s_version=facts.k8s_version,
-            agent_version=AGENT_VERSION,
-            platform=facts.platform,
-            healthz=True,
-            livez=True,
-            readyz=True,
-            app_pusher=False,
-            capacity=facts.capacity,
-            allocatable=facts.allocatable,
-            resource_usage=ResourceUsage(cpu_usage=facts.cpu_usage, memory_usage=facts.memory_usage),
-            node_statistics=NodeStatistics(
-                ready_nodes=facts.ready_nodes, not_ready_nodes=facts.not_ready_nodes, unknown_nodes=0, lost_nodes=0
-            ),
-            pod_statistics=PodStatistics(running_pods=facts.running_pods, total_pods=facts.total_pods),
-            conditions=set_condition((current.value.conditions or []) if current else [], ready),
-            heartbeat_frequency_seconds=int(self.frequency),
-        )
-        await self.statuses.put(self.key, status, current.revision if current else 0)
+        collected = await self.collector.current()
+        if collected.labels != self._labels:
+            await self._sync_labels(collected)
+        try:
+            await self._write_status(collected, self._status or await self.statuses.get(self.key))
+        except ConflictError:
+            # Someone else wrote (the hub marking us Unknown): build on what is there now.
+            await self._write_status(collected, await self.statuses.get(self.key))
+        await self._write_inventory(collected)
+
+    async def _write_status(self, collected: Collected, current: Versioned[ManagedClusterStatus] | None) -> None:
+        status = collected.status.model_copy(deep=True)
+        status.last_observed_time = utcnow()
+        old = (current.value.conditions or []) if current else []
+        status.conditions = set_condition(old, ready_condition(status))
+        self._status = None
+        revision = await self.statuses.put(self.key, status, current.revision if current else 0)
+        self._status = Versioned(status, revision)
+
+    async def _sync_labels(self, collected: Collected) -> None:
+        """Replaces the ManagedCluster's aggregated node labels with the latest common ones."""
+        aggregation = self.collector.aggregation
+        current = await self.clusters.get(self.identity.namespace, self.identity.name)
+        if current is None:
+            return
+        labels = {k: v for k, v in current.labels.items() if not aggregation.owns(k)} | collected.labels
+        if labels != current.labels:
+            desired = current.model_copy(deep=True)
+            desired.metadata.labels = labels
+            await self.clusters.update(desired, current)
+            self._log.info("heartbeat.labels_aggregated", labels=collected.labels)
+        self._labels = collected.labels
+
+    async def _write_inventory(self, collected: Collected) -> None:
+        inventory = NodeInventory(cluster_id=self.identity.cluster_id, nodes=collected.nodes)
+        if inventory == self._inventory:
+            return
+        stored = await self.inventories.get(self.key)
+        if stored is None or stored.value != inventory:
+            await self.inventories.put(self.key, inventory, stored.revision if stored else 0)
+        self._inventory = inventory

@@ -8,15 +8,19 @@ and stopped together (flushing simulated state, closing their connections) on sh
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 import structlog
+from clusternet_nats.agent.backends.kube import KubeCluster
 from clusternet_nats.agent.backends.sim import SimCluster, Sizing
-from clusternet_nats.agent.cluster_agent import ClusterAgent
+from clusternet_nats.agent.cluster_agent import ClusterAgent, StatusSettings
 from clusternet_nats.agent.heartbeat import DEFAULT_REPORT_FREQUENCY
 from clusternet_nats.agent.identity import ClusterIdentity, simulated_clusters, single_cluster
+from clusternet_nats.agent.registration import Enrollment, RegistrationSettings
 from clusternet_nats.api.clusters import ClusterSyncMode
 from clusternet_nats.runtime.service import CommonOptions, ServiceContext
 
@@ -24,6 +28,11 @@ SERVICE = "clusternet-agent"
 DEFAULT_SIM_PREFIX = "sim"
 
 log = structlog.get_logger(__name__)
+
+
+class Backend(StrEnum):
+    SIM = "sim"
+    KUBE = "kube"
 
 
 @dataclass(frozen=True)
@@ -38,8 +47,25 @@ class AgentOptions:
     sizing: Sizing = field(default_factory=Sizing)
     state_dir: Path | None = None
     report_frequency: float = DEFAULT_REPORT_FREQUENCY
+    status: StatusSettings = field(default_factory=StatusSettings)
+    backend: Backend = Backend.SIM
+    kubeconfig: Path | None = None
+    """The kube backend's cluster; None: the pod's service account (in-cluster)."""
+    registration: RegistrationSettings | None = None
+    """Registration mode (a bootstrap token was given); None: pre-provisioned identities."""
+
+    enrollments: dict[str, Enrollment] = field(default_factory=dict)
+    """One per cluster name, shared by the process connection and the cluster's agent."""
+
+    def enrollment(self, identity: ClusterIdentity) -> Enrollment | None:
+        if self.registration is None:
+            return None
+        return self.enrollments.setdefault(identity.name, Enrollment(self.registration, identity))
 
     def identities(self) -> list[ClusterIdentity]:
+        if self.sync_mode is ClusterSyncMode.PUSH and not self.status.app_pusher:
+            # Clusternet's agent refuses this too: in Push only the hub deploys, and it may not.
+            raise ValueError("--sync-mode Push needs --app-pusher (Clusternet's AppPusher feature gate)")
         name = self.cluster_name or DEFAULT_SIM_PREFIX
         if not self.sim_clusters:
             return [single_cluster(name, self.cluster_id, self.cluster_labels, self.sync_mode)]
@@ -50,19 +76,34 @@ class AgentOptions:
 
 class Agent:
     def __init__(self, options: AgentOptions) -> None:
+        self.options = options
+        if options.backend is Backend.KUBE:
+            if options.sim_clusters:
+                raise ValueError("--sim-clusters is for --backend sim; --backend kube runs one real cluster")
+            options.identities()  # validates; the real identity needs the cluster's id, see `run`
+            self.clusters: list[ClusterAgent] = []
+            return
         self.clusters = [
-            ClusterAgent(ident, SimCluster(ident.name, options.sizing, options.state_dir), options.report_frequency)
+            ClusterAgent(
+                ident,
+                SimCluster(ident.name, options.sizing, options.state_dir),
+                options.report_frequency,
+                options.status,
+                options.enrollment(ident),
+            )
             for ident in options.identities()
         ]
 
     async def build(self, ctx: ServiceContext) -> None:
         ctx.metrics.gauge_fn("agent_clusters_ready", lambda: sum(c.ready for c in self.clusters))
-        ctx.add_readiness_check(lambda: all(c.ready for c in self.clusters))
+        ctx.add_readiness_check(lambda: bool(self.clusters) and all(c.ready for c in self.clusters))
         ctx.run_forever(functools.partial(self.run, ctx.options))
 
     async def run(self, options: CommonOptions) -> None:
         """Starts every cluster agent, then holds them until cancelled at shutdown."""
         try:
+            if self.options.backend is Backend.KUBE:
+                self.clusters = [await self._kube_cluster()]
             async with asyncio.TaskGroup() as group:
                 for cluster in self.clusters:
                     group.create_task(cluster.start(options))
@@ -76,3 +117,16 @@ class Agent:
             for cluster, result in zip(self.clusters, results, strict=True):
                 if isinstance(result, BaseException):
                     log.warning("agent.stop_failed", cluster=cluster.identity.name, error=repr(result))
+
+    async def _kube_cluster(self) -> ClusterAgent:
+        """A real cluster's id is the cluster's own (as Clusternet's), so its agent is built once it answers."""
+        backend = KubeCluster(self.options.kubeconfig)
+        try:
+            cluster_id = self.options.cluster_id or await backend.wait_cluster_id()
+        except BaseException:
+            await backend.close()
+            raise
+        identity = dataclasses.replace(self.options, cluster_id=cluster_id).identities()[0]
+        return ClusterAgent(
+            identity, backend, self.options.report_frequency, self.options.status, self.options.enrollment(identity)
+        )

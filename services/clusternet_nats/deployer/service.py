@@ -1,9 +1,10 @@
-"""Wiring of the deployer: informers and indexes, the Subscription queue and the orphan sweep."""
+"""Wiring of the deployer: informers and indexes, the Subscription queue, the orphan sweep, the pusher."""
 
 from __future__ import annotations
 
 from clusternet_nats.deployer.caches import Caches
 from clusternet_nats.deployer.gc import ORPHANS, OrphanSweep
+from clusternet_nats.deployer.pusher import Pusher
 from clusternet_nats.deployer.reconciler import Deployer
 from clusternet_nats.runtime.service import ServiceContext
 
@@ -14,6 +15,7 @@ async def build(ctx: ServiceContext) -> None:
     caches = Caches(ctx)
     deployer = Deployer(ctx, caches)
     orphans = OrphanSweep(ctx, caches)
+    Pusher(ctx, caches)
 
     async def parked(key: str, err: BaseException) -> None:
         sub = caches.subscriptions.get(key)

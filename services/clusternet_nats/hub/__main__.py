@@ -3,6 +3,7 @@
 from typing import Annotated
 
 import typer
+from clusternet_nats.hub.registration.service import RegistrationOptions, build_registration
 from clusternet_nats.hub.service import DEFAULT_LISTEN, build, parse_listen
 from clusternet_nats.runtime.options import with_common_options
 from clusternet_nats.runtime.service import CommonOptions, ServiceContext, run
@@ -26,11 +27,48 @@ def hub(
         str,
         typer.Option("--listen", envvar="CNET_HUB_LISTEN", callback=_listen, help="HOST:PORT of the HTTP API."),
     ] = DEFAULT_LISTEN,
+    issuer_seed: Annotated[
+        str | None,
+        typer.Option(
+            "--issuer-seed",
+            envvar="CNET_HUB_ISSUER_SEED",
+            help="Registration mode: account nkey seed of the server's auth_callout issuer.",
+        ),
+    ] = None,
+    callout_url: Annotated[
+        str | None,
+        typer.Option("--callout-url", envvar="CNET_HUB_CALLOUT_URL", help="NATS URL of the auth_callout account user."),
+    ] = None,
+    system_url: Annotated[
+        str | None,
+        typer.Option("--system-url", envvar="CNET_HUB_SYSTEM_URL", help="NATS URL of a system-account user."),
+    ] = None,
+    manual_approval: Annotated[
+        bool,
+        typer.Option(
+            "--manual-approval", envvar="CNET_HUB_MANUAL_APPROVAL", help="Hold registrations for cnet approve|deny."
+        ),
+    ] = False,
 ) -> None:
     """Serves Clusternet's API over HTTP, keeping every object in NATS."""
+    if issuer_seed and not callout_url:
+        raise typer.BadParameter("--issuer-seed needs --callout-url")
+    registration = (
+        RegistrationOptions(
+            issuer_seed,
+            callout_url,
+            system_url,
+            jetstream_domain=common.jetstream_domain,
+            manual_approval=manual_approval,
+        )
+        if issuer_seed and callout_url
+        else None
+    )
 
     async def build_with_listen(ctx: ServiceContext) -> None:
         await build(ctx, listen)
+        if registration is not None:
+            await build_registration(ctx, registration)
 
     run("clusternet-hub", common, build_with_listen)
 

@@ -14,10 +14,11 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 from clusternet_nats.hub.errors import ApiError
 from clusternet_nats.hub.events import Events
+from clusternet_nats.hub.registration.http import ApprovalRoutes, TokenRoutes
 from clusternet_nats.hub.resources import Resources
-from clusternet_nats.hub.views import ObjectViews
 from clusternet_nats.runtime.metrics import Metrics
 from clusternet_nats.store.buckets import MAX_VALUE_BYTES
+from clusternet_nats.store.views import ObjectViews
 from nats.aio.client import Client as NATS
 
 log = structlog.get_logger(__name__)
@@ -66,5 +67,8 @@ def make_app(nc: NATS, metrics: Metrics, ready: Callable[[], bool]) -> web.Appli
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_text)
     Events(js).add_routes(app)
+    # Before the generic /apis/<group>/<version>/<plural> routes:
+    TokenRoutes(js).add_routes(app)
+    ApprovalRoutes(js).add_routes(app)
     Resources(ObjectViews(js)).add_routes(app)
     return app

@@ -15,8 +15,8 @@ from clusternet_nats.api.paths import SHADOW_OBJECTS_PATH
 from clusternet_nats.hub.bodies import agree_with_path, dry_run, parse, read_body
 from clusternet_nats.hub.errors import bad_request, no_such_path, not_found
 from clusternet_nats.hub.selectors import parse_label_selector
-from clusternet_nats.hub.views import ObjectViews
 from clusternet_nats.hub.writes import Writer, Written
+from clusternet_nats.store.views import ObjectViews
 
 _BASE = "/apis/{group}/{version}"
 _NAMESPACED = _BASE + "/namespaces/{namespace}/{plural}"

@@ -13,6 +13,7 @@ import asyncio
 import structlog
 from aiohttp import web
 from clusternet_nats.hub.app import make_app
+from clusternet_nats.hub.clusterhealth import ClusterHealth
 from clusternet_nats.runtime.service import ServiceContext
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
@@ -56,6 +57,7 @@ class HubServer:
 
 async def build(ctx: ServiceContext, listen: str = DEFAULT_LISTEN) -> HubServer:
     server = HubServer(ctx, listen)
+    ClusterHealth(ctx)
     await server.start()
     ctx.run_forever(server.serve_until_cancelled)
     return server

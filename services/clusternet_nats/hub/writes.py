@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from clusternet_nats.api import KindInfo, KubeObject
 from clusternet_nats.hub.errors import already_exists, conflict, not_found, store_errors
-from clusternet_nats.hub.views import ObjectViews
+from clusternet_nats.store.views import ObjectViews
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,18 @@ class ApplyOutcome:
 
 
 @dataclass(frozen=True)
+class NodeFacts:
+    """One node as the predictor needs it: labels, readiness, and what its pods request."""
+
+    name: str
+    ready: bool
+    labels: dict[str, str]
+    capacity: dict[str, str]
+    allocatable: dict[str, str]
+    requested: dict[str, str]
+
+
+@dataclass(frozen=True)
 class ClusterFacts:
     """What a heartbeat reports about the cluster; quantities as Kubernetes prints them."""
 
@@ -57,6 +69,14 @@ class ClusterFacts:
     memory_usage: str
     running_pods: int
     total_pods: int
+    nodes: tuple[NodeFacts, ...] = ()
+    apiserver_url: str = ""
+    healthz: bool = True
+    livez: bool = True
+    readyz: bool = True
+    unknown_nodes: int = 0
+    lost_nodes: int = 0
+    """Nodes reporting no Ready condition at all (Clusternet's LostNodes)."""
 
 
 StatusListener = Callable[[str], None]
@@ -99,3 +119,12 @@ def install_order(manifests: Sequence[Manifest]) -> list[Manifest]:
         return FIRST_KINDS.index(kind) if kind in FIRST_KINDS else len(FIRST_KINDS)
 
     return sorted(manifests, key=rank)
+
+
+def delete_order(refs: Collection[ObjectRef]) -> list[ObjectRef]:
+    """The reverse of `install_order`: everything else, then CRDs, then Namespaces."""
+
+    def rank(ref: ObjectRef) -> int:
+        return -FIRST_KINDS.index(ref.kind) if ref.kind in FIRST_KINDS else -len(FIRST_KINDS)
+
+    return sorted(refs, key=rank)

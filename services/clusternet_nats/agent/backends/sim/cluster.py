@@ -20,6 +20,7 @@ from clusternet_nats.agent.backends.base import (
     ApplyOutcome,
     ClusterFacts,
     Manifest,
+    NodeFacts,
     ObjectRef,
     StatusListener,
     install_order,
@@ -153,7 +154,18 @@ class SimCluster:
             memory_usage=nodes.memory_text(placed.memory),
             running_pods=placed.pods,
             total_pods=placed.pods + placed.pending,
+            nodes=tuple(self._node_facts()),
+            apiserver_url=f"sim://{self.name}",
         )
+
+    def _node_facts(self) -> list[NodeFacts]:
+        used = self._placement.per_node or [(0, 0, 0)] * len(self.nodes)
+        out = []
+        for node, (cpu, memory, pods) in zip(self.nodes, used, strict=True):
+            size = nodes.resources(node.cpu, node.memory, node.pods)
+            requested = nodes.resources(cpu, memory, pods)
+            out.append(NodeFacts(node.name, True, dict(node.labels), size, dict(size), requested))
+        return out
 
     # -- inside the cluster ----------------------------------------------------------------
 

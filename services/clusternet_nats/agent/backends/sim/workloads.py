@@ -74,6 +74,8 @@ class Placement:
     memory: int = 0
     pods: int = 0
     pending: int = 0
+    per_node: list[tuple[int, int, int]] = field(default_factory=list)
+    """(CPU, memory, pods) requested on each node, in the nodes' order."""
 
 
 def place(workloads: Iterable[SimObject], nodes: Sequence[Node]) -> Placement:
@@ -96,6 +98,7 @@ def place(workloads: Iterable[SimObject], nodes: Sequence[Node]) -> Placement:
         out.memory += ready * req.memory
         out.pods += ready
         out.pending += want - ready
+    out.per_node = [(n.cpu - f[0], n.memory - f[1], n.pods - f[2]) for n, f in zip(nodes, free, strict=True)]
     return out
 
 

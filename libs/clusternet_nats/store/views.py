@@ -4,7 +4,8 @@ Spec and status live apart so users and controllers never compare-and-set the sa
 user still sees Clusternet's single object. A Subscription's status has two writers, the
 scheduler (`bindings`) and the deployer (`subscriptions-status`), and is stitched together here.
 A binding made for an earlier Subscription of the same name (another uid) is not shown.
-Lists read each bucket in one pass, never one round trip per object.
+Lists read each bucket in one pass, never one round trip per object. Shared by the hub (HTTP
+reads) and the bridge (status written back onto a parent apiserver's CRDs), so both show the same.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import structlog
 from clusternet_nats.api import KindInfo, KubeObject, Subscription, all_kinds
 from clusternet_nats.api.apps import SubscriptionStatus
 from clusternet_nats.api.binding import SubscriptionBinding
-from clusternet_nats.store import BINDINGS_BUCKET, JsonBucket, ObjectStore
+from clusternet_nats.store.buckets import BINDINGS_BUCKET
 from clusternet_nats.store.keys import namespace_filter
+from clusternet_nats.store.kv import JsonBucket, ObjectStore
 from nats.js import JetStreamContext
 from pydantic import BaseModel, ValidationError
 
@@ -35,9 +37,7 @@ class ObjectViews:
 
     def __init__(self, js: JetStreamContext) -> None:
         self._stores: dict[str, ObjectStore[KubeObject]] = {info.kind: ObjectStore(js, info) for info in all_kinds()}
-        self._status = {
-            info.kind: JsonBucket(js, info.status_bucket) for info in all_kinds() if info.status_bucket
-        }
+        self._status = {info.kind: JsonBucket(js, info.status_bucket) for info in all_kinds() if info.status_bucket}
         self._bindings = JsonBucket(js, BINDINGS_BUCKET)
 
     def store(self, info: KindInfo) -> ObjectStore[KubeObject]:
@@ -84,7 +84,6 @@ class ObjectViews:
         if bucket is None:
             return {}
         return {key: data for key, data, _ in await bucket.entries(key_filter)}
-
 
 
 def _merge(info: KindInfo, obj: KubeObject, status: bytes | None, binding: bytes | None) -> KubeObject:

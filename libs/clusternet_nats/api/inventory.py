@@ -1,0 +1,34 @@
+"""Each child cluster's nodes as the predictor needs them, in the `node-inventories` bucket.
+
+ManagedCluster status carries only cluster-wide sums (capacity, allocatable), and a sum cannot say
+whether one replica of 3 CPUs fits when three nodes have 2 free each. Clusternet's predictor asks
+the child's API server for its nodes; ours reads this record instead, written by the agent beside
+its heartbeat under the ManagedCluster's key (`<dedicated namespace>.<name>`), and only when it
+changed, so a quiet cluster costs the hub no writes.
+"""
+
+from __future__ import annotations
+
+from clusternet_nats.api.meta import Model, Quantity
+from clusternet_nats.api.schemas import register_message
+from pydantic import Field
+
+NODE_INVENTORIES_BUCKET = "node-inventories"
+
+
+class NodeInventoryItem(Model):
+    name: str
+    ready: bool = True
+    labels: dict[str, str] = Field(default_factory=dict)
+    capacity: dict[str, Quantity] = Field(default_factory=dict)
+    allocatable: dict[str, Quantity] = Field(default_factory=dict)
+    requested: dict[str, Quantity] = Field(default_factory=dict)
+    """What the pods placed on the node request; allocatable minus this is what is free."""
+
+
+class NodeInventory(Model):
+    cluster_id: str
+    nodes: list[NodeInventoryItem] = Field(default_factory=list)
+
+
+register_message(NodeInventory, "clusters.clusternet.io", "v1beta1")

@@ -1,0 +1,95 @@
+"""The wire contract of cluster registration, shared by the hub's registrar and the agent.
+
+An agent holding only a bootstrap token asks `clusternet.registration.<clusterId>`; it sends the
+SHA-256 of a secret it generated itself, never the secret, so a reply or a stored record read by
+someone else grants nothing. With the secret as its password it later connects as its cluster.
+Each identity reads replies on its own inbox prefix, so no user ever needs `_INBOX.>`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime
+
+from clusternet_nats.api.clusters import ClusterRegistrationRequest
+from clusternet_nats.api.meta import Model
+from clusternet_nats.api.schemas import register_message
+from pydantic import Field
+
+REGISTRATION_SUBJECT_PREFIX = "clusternet.registration"
+BOOTSTRAP_TOKENS_PATH = "/apis/registration.clusternet-nats.io/v1/bootstraptokens"
+"""The hub's HTTP path for creating (POST), listing (GET) and revoking (DELETE .../<id>) tokens."""
+APPROVALS_PATH = "/apis/registration.clusternet-nats.io/v1/approvals"
+"""POST `<path>/<ClusterRegistrationRequest name>` with an ApprovalDecision (`cnet approve|deny`)."""
+APPROVED, DENIED, PENDING = "Approved", "Denied", "Pending"
+"""Clusternet's ClusterRegistrationRequest results (status.result)."""
+
+
+def registration_subject(cluster_id: str) -> str:
+    return f"{REGISTRATION_SUBJECT_PREFIX}.{cluster_id}"
+
+
+def inbox_prefix(cluster_id: str) -> str:
+    """Where replies to this cluster's (or its registering agent's) requests arrive."""
+    return f"_INBOX_{cluster_id}"
+
+
+def reply_prefix(namespace: str) -> str:
+    """Where a cluster publishes answers to the hub's requests. `allow_responses` does not cover
+    leaf-node links, so the hub asks with a reply subject the cluster's permissions name."""
+    return f"clusternet.reply.{namespace}"
+
+
+def new_secret() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def credential_hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class RegistrationRequest(Model):
+    """What an agent sends: Clusternet's request object plus the hash of its own secret."""
+
+    request: ClusterRegistrationRequest
+    credential_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class RegistrationReply(Model):
+    """The hub's answer: the request's status as Clusternet reports it, minus any credential."""
+
+    result: str
+    dedicated_namespace: str | None = None
+    managed_cluster_name: str | None = None
+    error_message: str | None = None
+
+
+class BootstrapTokenRequest(Model):
+    """`cnet token create`: how long the token lives (None: until revoked)."""
+
+    ttl_seconds: float | None = Field(default=None, gt=0)
+    description: str = ""
+
+
+class BootstrapTokenView(Model):
+    """A token as the hub shows it: the secret part only in the answer to its creation."""
+
+    token_id: str
+    expires: datetime | None = None
+    description: str = ""
+    token: str | None = None
+
+
+class ApprovalDecision(Model):
+    """An administrator's answer to a pending ClusterRegistrationRequest (`--manual-approval`)."""
+
+    approved: bool
+    reason: str = ""
+
+
+register_message(ApprovalDecision, "registration.clusternet-nats.io", "v1")
+register_message(BootstrapTokenRequest, "registration.clusternet-nats.io", "v1")
+register_message(BootstrapTokenView, "registration.clusternet-nats.io", "v1")
+register_message(RegistrationRequest, "clusters.clusternet.io", "v1beta1")
+register_message(RegistrationReply, "clusters.clusternet.io", "v1beta1")

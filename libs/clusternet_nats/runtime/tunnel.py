@@ -1,0 +1,35 @@
+"""Requests from the hub side to one cluster, answerable across the cluster's leaf link.
+
+nats-server's `allow_responses` does not extend to leaf-node connections, so a cluster behind
+a leaf may publish answers only under its own `clusternet.reply.<namespace>` prefix; this asks
+with such a reply subject. A cluster connected directly can answer it the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from clusternet_nats.api.registration import reply_prefix
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.nuid import NUID
+
+_nuid = NUID()
+
+
+async def request_cluster(nc: NATS, namespace: str, subject: str, payload: bytes, timeout: float) -> Msg:
+    """The first answer to `subject` from the cluster owning `namespace`; raises TimeoutError."""
+    answered: asyncio.Future[Msg] = asyncio.get_running_loop().create_future()
+
+    async def on_reply(msg: Msg) -> None:
+        if not answered.done():
+            answered.set_result(msg)
+
+    inbox = f"{reply_prefix(namespace)}.{_nuid.next().decode()}"
+    sub = await nc.subscribe(inbox, cb=on_reply, max_msgs=1)
+    try:
+        await nc.publish(subject, payload, reply=inbox)
+        return await asyncio.wait_for(answered, timeout)
+    finally:
+        if not nc.is_closed:
+            await sub.unsubscribe()

@@ -1,0 +1,91 @@
+"""Deploys one Description into the child and says how it went, whoever asked.
+
+The same steps serve both sync directions: the Description controller calls them for what it
+pulls (Pull, Dual without AppPusher), the push responder for what the hub pushes (Push, Dual with
+AppPusher). Apply every object (Generic) or chart (Helm), then prune what this Description applied
+before and no longer names, but only when everything applied: a failed apply never deletes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from clusternet_nats.agent.backends.base import ApplyOutcome, ClusterBackend, Manifest, ObjectRef
+from clusternet_nats.api.apps import (
+    DeployerType,
+    Description,
+    DescriptionPhase,
+    DescriptionStatus,
+    HelmChart,
+    ManifestStatus,
+)
+from pydantic import ValidationError
+
+
+def _decode_manifests(raw: list[bytes]) -> tuple[list[Manifest], list[str]]:
+    manifests: list[Manifest] = []
+    failures: list[str] = []
+    for index, data in enumerate(raw):
+        try:
+            obj: Any = json.loads(data)
+        except ValueError as err:
+            failures.append(f"raw[{index}] is not valid JSON: {err}")
+            continue
+        if isinstance(obj, dict):
+            manifests.append(obj)
+        else:
+            failures.append(f"raw[{index}] is not a JSON object")
+    return manifests, failures
+
+
+def _decode_charts(raw: list[bytes]) -> tuple[list[HelmChart], list[str]]:
+    charts: list[HelmChart] = []
+    failures: list[str] = []
+    for index, data in enumerate(raw):
+        try:
+            charts.append(HelmChart.model_validate_json(data))
+        except ValidationError as err:
+            details = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+            failures.append(f"chartRaw[{index}] is not a valid HelmChart: {details}")
+    return charts, failures
+
+
+class Applier:
+    def __init__(self, backend: ClusterBackend) -> None:
+        self.backend = backend
+
+    async def deploy(self, key: str, desc: Description) -> DescriptionStatus:
+        """Applies Description `key`; the status says Success, or Failure with every reason."""
+        if desc.spec.deployer is DeployerType.HELM:
+            charts, failures = _decode_charts(desc.spec.chart_raw or [])
+            outcome = await self.backend.install_releases(key, charts)
+            manifest_statuses = None
+        else:
+            manifests, failures = _decode_manifests(desc.spec.raw or [])
+            outcome = await self.backend.apply(key, manifests)
+            manifest_statuses = await self._manifest_statuses(outcome)
+        failures += outcome.failures
+        if not failures:
+            await self.backend.prune(key, outcome.applied)
+        return DescriptionStatus(
+            phase=DescriptionPhase.FAILURE if failures else DescriptionPhase.SUCCESS,
+            reason="; ".join(failures) or None,
+            manifest_statuses=manifest_statuses,
+        )
+
+    async def remove(self, key: str) -> list[ObjectRef]:
+        """Deletes everything Description `key` applied; returns what went."""
+        return await self.backend.prune(key, ())
+
+    async def _manifest_statuses(self, outcome: ApplyOutcome) -> list[ManifestStatus]:
+        return [
+            ManifestStatus(
+                api_version=ref.api_version,
+                kind=ref.kind,
+                namespace=ref.namespace or None,
+                name=ref.name,
+                observed_status=await self.backend.observed_status(ref) or {},
+            )
+            for ref in outcome.applied
+        ]

@@ -1,0 +1,169 @@
+"""A real Kubernetes cluster as the agent's backend (`--backend kube`).
+
+Applies by server-side apply in install order (Namespaces, then CRDs, each CRD waited for until
+Established), marks what it applies with its owner, prunes by listing each kind the owner's
+record names and deleting what carries the owner's mark and is no longer wanted (system
+namespaces are disowned instead: Kubernetes refuses to delete them), reads status back as the
+API server reports it (`.status` of the object, as Clusternet's agent does), and reports facts
+for heartbeats. Nothing is remembered in the agent: marks and records live in the cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection, Sequence
+from pathlib import Path
+from typing import Any
+
+import structlog
+from clusternet_nats.agent.backends.base import (
+    ApplyOutcome,
+    ClusterFacts,
+    Manifest,
+    ObjectRef,
+    StatusListener,
+    delete_order,
+    install_order,
+)
+from clusternet_nats.agent.backends.kube import clusterid, facts
+from clusternet_nats.agent.backends.kube.applier import Applier, ManifestError, describe, identify
+from clusternet_nats.agent.backends.kube.ownership import AGENT_NAMESPACE, Kind, mark, owner_of, owner_selector
+from clusternet_nats.agent.backends.kube.records import Records
+from clusternet_nats.agent.backends.kube.watcher import StatusWatcher
+from clusternet_nats.api.apps import HelmChart
+from clusternet_nats.kube.discovery import Discovery, Resource, UnknownKind
+from clusternet_nats.kube.rest import KubeApi, KubeError, connect
+
+PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", AGENT_NAMESPACE)
+"""Never deleted by pruning: Kubernetes forbids the first four, the last holds our records."""
+
+_RETRY_SECONDS = 1.0
+
+log = structlog.get_logger(__name__)
+
+
+def _kinds(manifests: Sequence[Manifest]) -> set[Kind]:
+    kinds = set()
+    for manifest in manifests:
+        try:
+            api_version, kind, _, _ = identify(manifest)
+        except ManifestError:
+            continue
+        kinds.add((api_version, kind))
+    return kinds
+
+
+class KubeCluster:
+    def __init__(self, kubeconfig: Path | None) -> None:
+        self.kubeconfig = kubeconfig
+        self._api: KubeApi | None = None
+        self._started = False
+        self._listeners: list[StatusListener] = []
+
+    @property
+    def api(self) -> KubeApi:
+        assert self._api is not None, "KubeCluster.start() first"
+        return self._api
+
+    # -- ClusterBackend -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connects, and makes the agent's namespace; does nothing when already started."""
+        if self._started:
+            return
+        if self._api is None:
+            self._api = await connect(self.kubeconfig)
+            self.discovery = Discovery(self.api)
+            self.applier = Applier(self.api, self.discovery)
+            self.records = Records(self.api)
+            self.watcher = StatusWatcher(self.api)
+            self.watcher.listeners = self._listeners
+        await self.records.ensure_namespace()
+        self._started = True
+        log.info("kube.connected", server=self.api.server)
+
+    async def close(self) -> None:
+        if self._api is not None:
+            await self.watcher.close()
+            await self._api.close()
+
+    async def wait_cluster_id(self) -> str:
+        """Starts and reads the cluster's id, retrying until the API server answers."""
+        while True:
+            try:
+                await self.start()
+                return await clusterid.cluster_id(self.api)
+            except KubeError as err:
+                log.warning("kube.unreachable", error=str(err))
+                await asyncio.sleep(_RETRY_SECONDS)
+
+    def on_status_change(self, listener: StatusListener) -> None:
+        self._listeners.append(listener)
+
+    async def apply(self, owner: str, manifests: Sequence[Manifest]) -> ApplyOutcome:
+        outcome = ApplyOutcome()
+        await self.records.add(owner, _kinds(manifests))
+        for manifest in install_order(manifests):
+            try:
+                ref = await self.applier.apply(mark(manifest, owner))
+                self.watcher.watch(await self.discovery.resource(ref.api_version, ref.kind))
+            except ManifestError as err:
+                outcome.failures.append(str(err))
+                continue
+            except (UnknownKind, KubeError) as err:
+                outcome.failures.append(f"{describe(manifest)}: {err}")
+                continue
+            outcome.applied.append(ref)
+        return outcome
+
+    async def install_releases(self, owner: str, charts: Sequence[HelmChart]) -> ApplyOutcome:
+        """Helm releases arrive with the Helm deployer work; until then each chart fails clearly."""
+        return ApplyOutcome(
+            failures=[f"HelmChart {c.name}: the kube backend cannot install Helm releases yet" for c in charts]
+        )
+
+    async def prune(self, owner: str, keep: Collection[ObjectRef]) -> list[ObjectRef]:
+        found: dict[ObjectRef, Resource] = {}
+        recorded = await self.records.kinds(owner)
+        for api_version, kind in sorted(recorded):
+            try:
+                resource = await self.discovery.resource(api_version, kind)
+            except UnknownKind:
+                continue  # its CRD is gone, and with it every instance
+            listing = await self.api.request("GET", resource.path(), {"labelSelector": owner_selector(owner)})
+            for obj in listing.get("items") or []:
+                meta = obj["metadata"]
+                ref = ObjectRef(api_version, kind, meta.get("namespace", ""), meta["name"])
+                if owner_of(obj) == owner and ref not in keep and "deletionTimestamp" not in meta:
+                    found[ref] = resource
+        doomed = delete_order(found)
+        for ref in doomed:
+            if ref.kind == "Namespace" and ref.name in PROTECTED_NAMESPACES:
+                await self.applier.disown(found[ref], ref)
+            else:
+                await self.applier.delete(found[ref], ref)
+        kept = {(r.api_version, r.kind) for r in keep}
+        if keep and kept != recorded:
+            await self.records.save(owner, kept)
+        elif not keep:
+            await self.records.drop(owner)
+        if doomed:
+            log.info("kube.pruned", owner=owner, objects=[str(r) for r in doomed])
+        return doomed
+
+    async def observed_status(self, ref: ObjectRef) -> dict[str, Any] | None:
+        resource = await self.discovery.resource(ref.api_version, ref.kind)
+        try:
+            obj = await self.api.request("GET", resource.path(ref.namespace, ref.name))
+        except KubeError as err:
+            if err.status == 404:
+                return None
+            raise
+        status = obj.get("status")
+        return dict(status) if isinstance(status, dict) else {}
+
+    async def owners(self) -> set[str]:
+        return await self.records.owners()
+
+    async def facts(self) -> ClusterFacts:
+        return await facts.gather(self.api)

@@ -1,0 +1,171 @@
+"""The agent's side of registration: file a ClusterRegistrationRequest once, then reuse it.
+
+The agent generates its own secret, sends only its hash, and keeps the secret with the cluster
+id and the granted namespace in `--state-dir` (mode 0600), so a restarted agent is the same
+cluster and connects with its credentials instead of registering again. The link to the hub
+is its own leaf node dialling `--hub-leaf-url` (leaf.py), or a direct connection to
+`--nats-url` with the credentials (as pooled simulated clusters may).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import structlog
+from clusternet_nats.agent.identity import ClusterIdentity
+from clusternet_nats.agent.leaf import LeafNode, LeafRemote
+from clusternet_nats.api.clusters import ClusterRegistrationRequest, ClusterRegistrationRequestSpec
+from clusternet_nats.api.meta import Model
+from clusternet_nats.api.registration import (
+    APPROVED,
+    PENDING,
+    RegistrationReply,
+    RegistrationRequest,
+    credential_hash,
+    inbox_prefix,
+    new_secret,
+    registration_subject,
+)
+from clusternet_nats.runtime.connection import Connection
+from clusternet_nats.runtime.service import CommonOptions
+from nats.aio.client import Client as NATS
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeoutError
+
+CREDENTIALS_FILE = "credentials.json"
+log = structlog.get_logger(__name__)
+
+
+class RegistrationDenied(Exception):
+    """The hub refused the request; the message is its reason."""
+
+
+class SavedCredentials(Model):
+    cluster_id: str
+    secret: str
+    namespace: str | None = None
+    name: str | None = None
+
+
+def load(state_dir: Path) -> SavedCredentials | None:
+    path = state_dir / CREDENTIALS_FILE
+    return SavedCredentials.model_validate_json(path.read_text()) if path.exists() else None
+
+
+def save(state_dir: Path, saved: SavedCredentials) -> None:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = state_dir / CREDENTIALS_FILE
+    fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(saved.model_dump_json(by_alias=True, exclude_none=True))
+    path.with_suffix(".tmp").replace(path)
+
+
+async def request_registration(
+    nc: NATS, spec: ClusterRegistrationRequestSpec, secret: str, timeout: float = 60.0, pending_poll: float = 2.0
+) -> RegistrationReply:
+    """Asks until the hub answers (the link may still be coming up) and, while the request is
+    Pending an administrator's decision, asks again; raises RegistrationDenied."""
+    request = ClusterRegistrationRequest.new(f"clusternet-{spec.cluster_id}", spec=spec)
+    body = RegistrationRequest(request=request, credential_hash=credential_hash(secret))
+    data = body.model_dump_json(by_alias=True, exclude_none=True).encode()
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            msg = await nc.request(registration_subject(spec.cluster_id), data, timeout=2)
+        except (NoRespondersError, NatsTimeoutError):
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            log.info("registration.waiting_for_hub", cluster_id=spec.cluster_id)
+            await asyncio.sleep(0.25)
+            continue
+        reply = RegistrationReply.model_validate_json(msg.data)
+        if reply.result == APPROVED:
+            return reply
+        if reply.result != PENDING:
+            raise RegistrationDenied(reply.error_message or reply.result)
+        log.info("registration.pending_approval", cluster_id=spec.cluster_id)
+        await asyncio.sleep(pending_poll)
+
+
+@dataclass(frozen=True)
+class RegistrationSettings:
+    bootstrap_token: str
+    state_dir: Path
+    hub_leaf_url: str | None = None
+    """Run a leaf node of our own that dials this (`tls://host:port`); the agent connects only to it."""
+    hub_ca: Path | None = None
+    """CA of the hub's leaf-node TLS certificate."""
+
+
+class Enrollment:
+    """One cluster's registration state and its link to the hub."""
+
+    def __init__(self, settings: RegistrationSettings, identity: ClusterIdentity) -> None:
+        self.settings, self.identity = settings, identity
+        self.state_dir = settings.state_dir / identity.name
+        self.leaf: LeafNode | None = None
+
+    async def connect_url(self, nats_url: str) -> str:
+        """Registers if this cluster never did, then returns the URL to connect to as the cluster."""
+        ident = self.identity
+        saved = await asyncio.to_thread(load, self.state_dir)
+        if saved is None or saved.cluster_id != ident.cluster_id:
+            secret = new_secret()
+            conn = Connection(await self._link(self.settings.bootstrap_token, nats_url), "clusternet-agent/register")
+            conn.inbox_prefix = inbox_prefix(ident.cluster_id)
+            try:
+                spec = ClusterRegistrationRequestSpec(
+                    cluster_id=ident.cluster_id,
+                    cluster_name=ident.name,
+                    cluster_type=ident.cluster_type,
+                    sync_mode=ident.sync_mode,
+                    cluster_labels=ident.configured_labels or None,
+                )
+                reply = await request_registration(await conn.connect(), spec, secret)
+            finally:
+                await conn.close()
+            saved = SavedCredentials(
+                cluster_id=ident.cluster_id,
+                secret=secret,
+                namespace=reply.dedicated_namespace,
+                name=reply.managed_cluster_name,
+            )
+            await asyncio.to_thread(save, self.state_dir, saved)
+            log.info("registration.approved", cluster_id=ident.cluster_id, namespace=saved.namespace)
+        return await self._link(saved.secret, nats_url)
+
+    async def _link(self, password: str, nats_url: str) -> str:
+        """The URL to connect to with this password: our leaf's (dialling with it), or the hub's."""
+        if not self.settings.hub_leaf_url:
+            return _with_user(nats_url, self.identity.cluster_id, password)
+        self.leaf = self.leaf or LeafNode(self.state_dir / "leaf", self.identity.name)
+        remote = LeafRemote(self.settings.hub_leaf_url, self.identity.cluster_id, password, self.settings.hub_ca)
+        await self.leaf.start(remote)
+        return self.leaf.url
+
+    async def close(self) -> None:
+        if self.leaf is not None:
+            await self.leaf.stop()
+
+
+def _with_user(nats_url: str, user: str, password: str) -> str:
+    """Each of the comma-separated URLs with this user and password (replacing any given)."""
+    out = []
+    for url in nats_url.split(","):
+        parts = urlsplit(url.strip())
+        netloc = f"{quote(user, safe='')}:{quote(password, safe='')}@{parts.netloc.rpartition('@')[2]}"
+        out.append(urlunsplit(parts._replace(netloc=netloc)))
+    return ",".join(out)
+
+
+async def registered_process(common: CommonOptions, first: Enrollment) -> CommonOptions:
+    """The process-wide options of an agent in registration mode: its own connection (health,
+    metrics) is its first cluster's, registered now if need be, and it creates no buckets."""
+    url = await first.connect_url(common.nats_url)
+    return dataclasses.replace(common, nats_url=url, nats_creds=None, ensure_store=False)

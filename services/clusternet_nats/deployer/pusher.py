@@ -1,0 +1,158 @@
+"""The hub side of Push: deploys the Descriptions Clusternet says the hub must, through the tunnel.
+
+For a cluster that is not Pull and reports `appPusher: true` (DeployableByHub, api/push.py), each
+Description in its namespace is sent to the agent on the cluster's apply subject, and the reply
+becomes `descriptions-status` and an Event, as Clusternet's hub-side deployer does; a deleted
+Description is sent as a removal. A cluster that is unreachable fails the request and the work
+queue retries. Requests go through `runtime.tunnel`, whose reply subject a cluster behind a leaf
+may answer. Whenever a cluster becomes pushable (Ready, and accepting pushes: at start, after
+being cut off), it is first told the whole set of Descriptions it should hold (`prune`), which
+removes what was deleted while nobody could tell it, and then every Description is pushed again.
+The same happens at the first heartbeat after a push found the cluster unreachable, so a short
+cut (shorter than the three heartbeats that make a cluster Unknown) heals as well.
+"""
+
+from __future__ import annotations
+
+import structlog
+from clusternet_nats.api.apps import Description, DescriptionPhase, DescriptionStatus
+from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterStatus
+from clusternet_nats.api.meta import ConditionStatus, Model
+from clusternet_nats.api.push import (
+    APPLY,
+    PRUNE,
+    PruneRequest,
+    PushReply,
+    PushRequest,
+    deployable_by_hub,
+    proxy_subject,
+)
+from clusternet_nats.api.registry import KindInfo
+from clusternet_nats.deployer.caches import Caches
+from clusternet_nats.runtime.service import ServiceContext
+from clusternet_nats.runtime.tunnel import request_cluster
+from clusternet_nats.store import StatusStore, object_key, split_key
+
+PUSH_TIMEOUT = 10.0
+
+log = structlog.get_logger(__name__)
+
+
+class PushError(Exception):
+    """The agent could not be reached, or could not handle the request, or the deploy failed."""
+
+
+def _ready(status: ManagedClusterStatus | None) -> bool:
+    conditions = (status.conditions or []) if status else []
+    return any(c.type == "Ready" and c.status is ConditionStatus.TRUE for c in conditions)
+
+
+class Pusher:
+    def __init__(self, ctx: ServiceContext, caches: Caches) -> None:
+        self.nc, self.recorder, self.caches = ctx.nc, ctx.recorder, caches
+        self.cluster_statuses = ctx.records(KindInfo.of(ManagedCluster).status_bucket or "", ManagedClusterStatus)
+        self.statuses = StatusStore(ctx.js, KindInfo.of(Description).status_bucket or "", DescriptionStatus)
+        self.queue = ctx.queue("deployer-push", self.reconcile)
+        self.prunes = ctx.queue("deployer-push-prune", self.prune)
+        self._cluster_in: dict[str, str] = {}
+        """Dedicated namespace -> the key of its ManagedCluster."""
+        self._pushable: dict[str, tuple[bool, bool]] = {}
+        self._reported: dict[str, tuple[int, str | None]] = {}
+        self._unreachable: set[str] = set()
+        """Clusters a push could not reach: their next heartbeat means the link is back."""
+        caches.descriptions.add_handler(lambda key, _desc: self.queue.add(key))
+        caches.clusters.add_handler(lambda key, _obj: self._cluster_changed(key))
+        self.cluster_statuses.add_handler(lambda key, _status: self._cluster_changed(key))
+
+    def _target(self, namespace: str) -> tuple[ManagedCluster, ManagedClusterStatus | None] | None:
+        key = self._cluster_in.get(namespace)
+        cluster = self.caches.clusters.get(key) if key else None
+        return (cluster, self.cluster_statuses.get(key or "")) if cluster else None
+
+    def _cluster_changed(self, key: str) -> None:
+        namespace, _ = split_key(key, namespaced=True)
+        cluster = self.caches.clusters.get(key)
+        if cluster is None:
+            self._cluster_in.pop(namespace, None)
+            self._pushable.pop(key, None)
+            return
+        self._cluster_in[namespace] = key
+        status = self.cluster_statuses.get(key)
+        state = (deployable_by_hub(cluster.spec.sync_mode, status.app_pusher if status else None), _ready(status))
+        if self._pushable.get(key) == state and key not in self._unreachable:
+            return
+        self._pushable[key] = state
+        if state == (True, True):
+            self._unreachable.discard(key)
+            self.prunes.add(key)
+
+    def _descriptions_in(self, namespace: str) -> list[str]:
+        return [key for key, _desc in self.caches.descriptions.items() if key.startswith(namespace + ".")]
+
+    async def prune(self, cluster_key: str) -> None:
+        """Tells a cluster everything it should hold, then pushes each of those again."""
+        cluster = self.caches.clusters.get(cluster_key)
+        status = self.cluster_statuses.get(cluster_key)
+        if cluster is None or not deployable_by_hub(cluster.spec.sync_mode, status.app_pusher if status else None):
+            return
+        keep = self._descriptions_in(cluster.namespace)
+        await self._push(cluster, PRUNE, PruneRequest(keep=keep))
+        for key in keep:
+            self.queue.add(key)
+
+    async def reconcile(self, key: str) -> None:
+        namespace, _ = split_key(key, namespaced=True)
+        target = self._target(namespace)
+        if target is None:
+            return
+        cluster, status = target
+        if not deployable_by_hub(cluster.spec.sync_mode, status.app_pusher if status else None):
+            return
+        desc = self.caches.descriptions.get(key)
+        reply = await self._push(cluster, APPLY, PushRequest(key=key, description=desc))
+        if desc is None:
+            if await self.statuses.get(key) is not None:
+                await self.statuses.delete(key)
+            self._reported.pop(key, None)
+            return
+        assert reply.status is not None
+        await self._write_status(key, reply.status)
+        await self._record(key, desc, reply.status)
+        if reply.status.phase is DescriptionPhase.FAILURE:
+            raise PushError(reply.status.reason)
+
+    async def _push(self, cluster: ManagedCluster, verb: str, request: Model) -> PushReply:
+        subject = proxy_subject(cluster.namespace, cluster.name, verb)
+        try:
+            msg = await request_cluster(self.nc, cluster.namespace, subject, request.to_json(), PUSH_TIMEOUT)
+            if not msg.data:
+                # nats-server's "no responders" status: the agent is not connected.
+                raise PushError(f"no agent serves {subject}")
+        except Exception as err:
+            self._unreachable.add(object_key(cluster.namespace, cluster.name))
+            raise PushError(f"cluster {cluster.namespaced_name()} unreachable on {subject}: {err!r}") from err
+        reply = PushReply.model_validate_json(msg.data)
+        if reply.error:
+            raise PushError(f"cluster {cluster.namespaced_name()}: {reply.error}")
+        return reply
+
+    async def _write_status(self, key: str, status: DescriptionStatus) -> None:
+        current = await self.statuses.get(key)
+        if current is None or current.value != status:
+            await self.statuses.put(key, status, current.revision if current else 0)
+
+    async def _record(self, key: str, desc: Description, status: DescriptionStatus) -> None:
+        """One Event per outcome of each version of the Description, not one per push."""
+        outcome = (self.caches.descriptions.revision(key), status.reason)
+        if self._reported.get(key) == outcome:
+            return
+        self._reported[key] = outcome
+        name = desc.namespaced_name()
+        if status.phase is DescriptionPhase.SUCCESS:
+            log.info("push.deployed", description=key)
+            await self.recorder.normal(desc, "SuccessfullyDeployed", f"successfully deployed Description {name}")
+        else:
+            log.warning("push.failed", description=key, reason=status.reason)
+            await self.recorder.warning(
+                desc, "UnSuccessfullyDeployed", f"failed to deploy Description {name}: {status.reason}"
+            )

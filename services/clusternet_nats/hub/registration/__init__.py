@@ -1,0 +1,1 @@
+"""Cluster registration: bootstrap tokens, ClusterRegistrationRequests and NATS auth callout."""

@@ -1,0 +1,142 @@
+"""Answers ClusterRegistrationRequests: records the request, approves it, creates the cluster.
+
+The callout has already checked the bootstrap token (only its holder can publish here), so a
+request is approved unless another agent holds the cluster id: the credential is created with a
+compare-and-set, and a second claimant with a different secret is denied. A repeated request with
+the same secret (an agent retrying after a lost reply) gets the same answer again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import structlog
+from clusternet_nats.api import labels as known
+from clusternet_nats.api.binding import short_hash
+from clusternet_nats.api.clusters import (
+    ClusterRegistrationRequest,
+    ClusterRegistrationRequestSpec,
+    ClusterRegistrationRequestStatus,
+    ManagedCluster,
+    ManagedClusterSpec,
+)
+from clusternet_nats.api.registration import (
+    APPROVED,
+    DENIED,
+    PENDING,
+    REGISTRATION_SUBJECT_PREFIX,
+    RegistrationReply,
+    RegistrationRequest,
+)
+from clusternet_nats.api.registry import by_kind
+from clusternet_nats.hub.registration.records import ClusterCredential, credential_store
+from clusternet_nats.store import AlreadyExistsError, ObjectStore, StatusStore
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from pydantic import ValidationError
+
+QUEUE = "clusternet-registrar"
+log = structlog.get_logger(__name__)
+
+
+def placement(spec: ClusterRegistrationRequestSpec) -> tuple[str, str]:
+    """The dedicated namespace and ManagedCluster name a request gets."""
+    return f"clusternet-{short_hash(spec.cluster_id)}", spec.cluster_name or spec.cluster_id
+
+
+def approved(namespace: str, name: str) -> ClusterRegistrationRequestStatus:
+    return ClusterRegistrationRequestStatus(result=APPROVED, dedicated_namespace=namespace, managed_cluster_name=name)
+
+
+def request_name(cluster_id: str) -> str:
+    """Clusternet names a ClusterRegistrationRequest after the cluster id."""
+    return f"clusternet-{cluster_id}"
+
+
+class Registrar:
+    def __init__(self, nc: NATS, js: JetStreamContext, manual_approval: bool = False) -> None:
+        self.nc = nc
+        self.manual_approval = manual_approval
+        self.credentials = credential_store(js)
+        info = by_kind("ClusterRegistrationRequest")
+        self.requests: ObjectStore[ClusterRegistrationRequest] = ObjectStore(js, info)
+        self.request_status = StatusStore(js, info.status_bucket or "", ClusterRegistrationRequestStatus)
+        self.clusters: ObjectStore[ManagedCluster] = ObjectStore(js, by_kind("ManagedCluster"))
+
+    async def start(self) -> None:
+        await self.nc.subscribe(f"{REGISTRATION_SUBJECT_PREFIX}.*", queue=QUEUE, cb=self._handle)
+
+    async def _handle(self, msg: Msg) -> None:
+        cluster_id = msg.subject.rsplit(".", 1)[-1]
+        try:
+            wire = RegistrationRequest.model_validate_json(msg.data)
+            if wire.request.spec.cluster_id != cluster_id:
+                raise ValueError(f"spec.clusterId {wire.request.spec.cluster_id!r} is not {cluster_id!r}")
+            reply = await self.register(wire)
+        except (ValidationError, ValueError) as err:
+            reply = RegistrationReply(result=DENIED, error_message=f"invalid ClusterRegistrationRequest: {err}")
+        log.info("registration.answered", cluster_id=cluster_id, result=reply.result, error=reply.error_message)
+        await msg.respond(reply.model_dump_json(by_alias=True, exclude_none=True).encode())
+
+    async def register(self, wire: RegistrationRequest) -> RegistrationReply:
+        spec = wire.request.spec
+        namespace, name = placement(spec)
+        claim = ClusterCredential(
+            cluster_id=spec.cluster_id, namespace=namespace, name=name, secret_hash=wire.credential_hash
+        )
+        try:
+            revision = await self.credentials.put(spec.cluster_id, claim, 0)
+        except AlreadyExistsError:
+            held = await self.credentials.get(spec.cluster_id)
+            if held is None or held.value.secret_hash != wire.credential_hash:
+                return RegistrationReply(
+                    result=DENIED, error_message=f"cluster id {spec.cluster_id} is already registered by another agent"
+                )
+            claim, revision = held.value, held.revision
+        status = await self._record_request(wire.request, claim)
+        if status.result == DENIED:
+            return RegistrationReply(result=DENIED, error_message=status.error_message or "denied by an administrator")
+        if status.result != APPROVED:
+            return RegistrationReply(result=PENDING)
+        await self._ensure_cluster(wire.request, claim)
+        if not claim.approved:
+            await self.credentials.put(spec.cluster_id, claim.model_copy(update={"approved": True}), revision)
+        return RegistrationReply(result=APPROVED, dedicated_namespace=claim.namespace, managed_cluster_name=claim.name)
+
+    async def _record_request(
+        self, request: ClusterRegistrationRequest, claim: ClusterCredential
+    ) -> ClusterRegistrationRequestStatus:
+        """Creates the request (Approved, or Pending under --manual-approval); its current status."""
+        name = request_name(claim.cluster_id)
+        key = self.requests.key(None, name)
+        status = ClusterRegistrationRequestStatus(result=PENDING)
+        if not self.manual_approval:
+            status = approved(claim.namespace, claim.name)
+        with contextlib.suppress(AlreadyExistsError):
+            await self.requests.create(
+                ClusterRegistrationRequest.new(request_name(claim.cluster_id), spec=request.spec)
+            )
+        with contextlib.suppress(AlreadyExistsError):
+            await self.request_status.put(key, status, 0)
+        current = await self.request_status.get(key)
+        return current.value if current else status
+
+    async def _ensure_cluster(self, request: ClusterRegistrationRequest, claim: ClusterCredential) -> None:
+        if await self.clusters.get(claim.namespace, claim.name) is not None:
+            return
+        spec = request.spec
+        cluster = ManagedCluster.new(
+            claim.name,
+            claim.namespace,
+            spec=ManagedClusterSpec(
+                cluster_id=spec.cluster_id, sync_mode=spec.sync_mode, cluster_type=spec.cluster_type
+            ),
+        )
+        cluster.metadata.labels = {
+            **(spec.cluster_labels or {}),
+            known.CLUSTER_ID: spec.cluster_id,
+            known.CLUSTER_NAME: claim.name,
+        }
+        with contextlib.suppress(AlreadyExistsError):
+            await self.clusters.create(cluster)

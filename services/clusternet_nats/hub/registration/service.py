@@ -1,0 +1,60 @@
+"""Registration mode of the hub: the auth callout, the registrar and the revoker, together.
+
+Enabled by giving the hub an issuer seed: the callout needs its own connection (to the
+callout account the server's auth_callout names) and kicking needs the system account's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from clusternet_nats.hub.registration.callout import DEFAULT_CREDENTIAL_TTL, AuthCallout
+from clusternet_nats.hub.registration.records import ensure_registration_buckets
+from clusternet_nats.hub.registration.registrar import Registrar
+from clusternet_nats.hub.registration.revoker import Revoker
+from clusternet_nats.runtime.connection import Connection
+from clusternet_nats.runtime.service import ServiceContext
+
+
+@dataclass(frozen=True)
+class RegistrationOptions:
+    issuer_seed: str
+    """Account nkey seed whose public key is the server's auth_callout issuer."""
+    callout_url: str
+    """NATS URL with the user of the auth_callout account."""
+    system_url: str | None = None
+    """NATS URL with a system-account user, to drop a deleted cluster's connections."""
+    credential_ttl: float = DEFAULT_CREDENTIAL_TTL
+    jetstream_domain: str | None = None
+    manual_approval: bool = False
+    """Leave requests Pending until `cnet approve|deny clsrr NAME`."""
+    """The hub's JetStream domain, which clusters behind leaf nodes address."""
+
+
+async def build_registration(ctx: ServiceContext, options: RegistrationOptions) -> AuthCallout:
+    await ensure_registration_buckets(ctx.js)
+    callout_conn = Connection(options.callout_url, f"{ctx.name}/auth-callout")
+    system_conn = Connection(options.system_url, f"{ctx.name}/system") if options.system_url else None
+    callout = AuthCallout(
+        await callout_conn.connect(),
+        ctx.js,
+        options.issuer_seed,
+        ttl=options.credential_ttl,
+        domain=options.jetstream_domain,
+    )
+    await callout.start()
+    await Registrar(ctx.nc, ctx.js, options.manual_approval).start()
+    Revoker(ctx, await system_conn.connect() if system_conn else None)
+
+    async def close_on_shutdown() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            # Closed, not drained: a sweep still kicking must fail fast, not hold up shutdown.
+            for conn in (callout_conn, system_conn):
+                if conn is not None and conn.nc is not None:
+                    await conn.nc.close()
+
+    ctx.run_forever(close_on_shutdown)
+    return callout

@@ -1,0 +1,231 @@
+"""The bridge between a real parent kube-apiserver and a real nats-server.
+
+kubectl writes Subscriptions and their feeds on the parent; the bridge publishes them to NATS,
+writes status back on the status subresource, mirrors Descriptions and ManagedClusters onto the
+parent, deletes through its finalizer, and publishes nothing twice (no ping-pong).
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import nats
+from clusternet_nats.api import Description, ManagedCluster, Manifest, Subscription, by_kind
+from clusternet_nats.api.apps import SubscriptionStatus
+from clusternet_nats.api.binding import SubscriptionBinding
+from clusternet_nats.api.clusters import ManagedClusterStatus
+from clusternet_nats.bridge.objects import BRIDGED, FINALIZER
+from clusternet_nats.store import BINDINGS_BUCKET, ObjectStore, StatusStore, object_key
+from clusternet_nats.testing.natsserver import NatsServer
+from clusternet_nats.testing.waiting import eventually
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+
+from tests.bridge.conftest import Parent
+
+CLUSTER_ID = "dc91021d-2361-4f6d-a404-7c33b9e01118"
+WIDGET_CRD = """apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: widgets.{group}}}
+spec:
+  group: {group}
+  names: {{kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}
+"""
+
+
+def subscription(namespace: str, *feeds: str) -> str:
+    return f"""apiVersion: apps.clusternet.io/v1alpha1
+kind: Subscription
+metadata: {{name: app, namespace: {namespace}}}
+spec:
+  subscribers: [{{clusterAffinity: {{matchLabels: {{env: test}}}}}}]
+  feeds: [{", ".join(feeds)}]
+"""
+
+
+def store(js: JetStreamContext, kind: str) -> ObjectStore[Any]:
+    return ObjectStore(js, by_kind(kind))
+
+
+async def test_subscription_round_trip_without_ping_pong(
+    parent: Parent, bridge: None, js: JetStreamContext, nats_server: NatsServer, unique_ns: str
+) -> None:
+    subs = store(js, Subscription.KIND)
+    key = object_key(unique_ns, "app")
+    # Every publish to the Subscription's key, as NATS sees it.
+    watcher = await nats.connect(nats_server.url)
+    published: list[Msg] = []
+
+    async def record(msg: Msg) -> None:
+        published.append(msg)
+
+    await watcher.subscribe(f"$KV.subscriptions.{key}", cb=record)
+    try:
+        await parent.kubectl("create", "namespace", unique_ns)
+        await parent.apply(
+            subscription(unique_ns, f"{{apiVersion: v1, kind: ConfigMap, name: c, namespace: {unique_ns}}}")
+        )
+
+        on_nats = await eventually(lambda: subs.get(unique_ns, "app"), timeout=20, what="published to NATS")
+        on_parent = await parent.get("subs", "app", "-n", unique_ns)
+        assert on_parent is not None
+        assert on_nats.metadata.uid == on_parent["metadata"]["uid"]
+        assert FINALIZER in on_parent["metadata"]["finalizers"]
+        assert not on_nats.metadata.finalizers and not on_nats.metadata.managed_fields
+
+        # The controllers report on NATS; the parent's status subresource shows the merged view.
+        binding = SubscriptionBinding(
+            subscription_uid=on_nats.metadata.uid, spec_hash=1, binding_clusters=["clusternet-abcde/child"]
+        )
+        await StatusStore(js, BINDINGS_BUCKET, SubscriptionBinding).put(key, binding, 0)
+        status = SubscriptionStatus(desired_releases=1, completed_releases=1)
+        await StatusStore(js, "subscriptions-status", SubscriptionStatus).put(key, status, 0)
+
+        async def shown() -> dict[str, Any] | None:
+            found = await parent.get("subs", "app", "-n", unique_ns)
+            status = (found or {}).get("status") or {}
+            return found if status.get("bindingClusters") and status.get("completedReleases") == 1 else None
+
+        await eventually(shown, timeout=20, what="status on the parent")
+
+        # A later user change arrives; the status writes in between published nothing.
+        await parent.kubectl("label", "subs", "app", "-n", unique_ns, "tier=web")
+        await eventually(lambda: _labelled(subs, unique_ns), timeout=20, what="label published")
+        await watcher.flush()
+        assert len(published) == 2, [m.data for m in published]  # created, then labelled
+
+        # Deleting on the parent deletes on NATS first, then lets the parent object go.
+        await parent.kubectl("delete", "subs", "app", "-n", unique_ns, "--timeout=30s")
+        assert await subs.get(unique_ns, "app") is None
+        assert await parent.get("subs", "app", "-n", unique_ns) is None
+    finally:
+        await watcher.close()
+
+
+async def _labelled(subs: ObjectStore[Any], namespace: str) -> bool:
+    found = await subs.get(namespace, "app")
+    return found is not None and found.labels.get("tier") == "web"
+
+
+async def test_feeds_become_manifests(parent: Parent, bridge: None, js: JetStreamContext, unique_ns: str) -> None:
+    manifests = store(js, Manifest.KIND)
+    await parent.kubectl("create", "namespace", unique_ns)
+    await parent.kubectl("create", "configmap", "conf", "-n", unique_ns, "--from-literal=k=v1")
+    group = f"{unique_ns}.example.org"  # a CRD of its own, so tests never share one
+    await parent.apply(WIDGET_CRD.format(group=group))
+    await parent.kubectl("wait", "--for", "condition=established", f"crd/widgets.{group}")
+    await parent.apply(f"apiVersion: {group}/v1\nkind: Widget\nmetadata: {{name: w1, namespace: {unique_ns}}}\n")
+    await parent.apply(
+        subscription(
+            unique_ns,
+            f"{{apiVersion: v1, kind: ConfigMap, name: conf, namespace: {unique_ns}}}",
+            f"{{apiVersion: v1, kind: Namespace, name: {unique_ns}}}",
+            f"{{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, name: widgets.{group}}}",
+            f"{{apiVersion: {group}/v1, kind: Widget, name: w1, namespace: {unique_ns}}}",
+        )
+    )
+
+    async def manifest(name: str, want: str | None = None) -> Any:
+        found = await manifests.get("clusternet-reserved", name)
+        if found is None or (want is not None and found.template.get("data", {}).get("k") != want):
+            return None
+        return found
+
+    conf = await eventually(lambda: manifest(f"configmaps.{unique_ns}.conf", "v1"), timeout=20, what="manifest")
+    assert conf.metadata.annotations[BRIDGED] == "true"
+    assert set(conf.template["metadata"]) == {"name", "namespace"}  # nothing the parent's apiserver set
+    assert await eventually(lambda: manifest(f"namespaces.{unique_ns}"), timeout=20, what="namespace manifest")
+    crd = await eventually(lambda: manifest(f"customresourcedefinitions.widgets.{group}"), timeout=20, what="crd")
+    assert crd.template["spec"]["group"] == group and "status" not in crd.template
+    widget = await eventually(lambda: manifest(f"widgets.{unique_ns}.w1"), timeout=20, what="custom resource")
+    assert widget.template["kind"] == "Widget"
+
+    await parent.kubectl("patch", "configmap", "conf", "-n", unique_ns, "-p", '{"data":{"k":"v2"}}')
+    await eventually(lambda: manifest(f"configmaps.{unique_ns}.conf", "v2"), timeout=20, what="updated manifest")
+
+    await parent.kubectl("delete", "configmap", "conf", "-n", unique_ns)
+    await eventually(
+        lambda: _absent(manifests, f"configmaps.{unique_ns}.conf"), timeout=20, what="manifest of deleted feed"
+    )
+    await parent.kubectl("delete", "subs", "app", "-n", unique_ns, "--timeout=30s")
+
+
+async def _absent(manifests: ObjectStore[Any], name: str) -> bool:
+    return await manifests.get("clusternet-reserved", name) is None
+
+
+async def test_descriptions_and_clusters_mirrored_onto_parent(
+    parent: Parent, bridge: None, js: JetStreamContext, unique_ns: str
+) -> None:
+    cluster = ManagedCluster.model_validate(
+        {
+            "apiVersion": "clusters.clusternet.io/v1beta1",
+            "kind": "ManagedCluster",
+            "metadata": {"name": "child", "namespace": unique_ns},
+            "spec": {"clusterId": CLUSTER_ID, "syncMode": "Pull"},
+        }
+    )
+    await store(js, ManagedCluster.KIND).create(cluster)
+    status = ManagedClusterStatus(k8s_version="v1.34.4", agent_version="v0.1")
+    await StatusStore(js, "managedclusters-status", ManagedClusterStatus).put(object_key(unique_ns, "child"), status, 0)
+    raw = base64.b64encode(b'{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"qux"}}').decode()
+    description = Description.model_validate(
+        {
+            "apiVersion": "apps.clusternet.io/v1alpha1",
+            "kind": "Description",
+            "metadata": {"name": "app-generic", "namespace": unique_ns},
+            "spec": {"deployer": "Generic", "raw": [raw]},
+        }
+    )
+    await store(js, Description.KIND).create(description)
+
+    async def columns() -> list[str] | None:
+        result = await parent.plane.kubectl_async("get", "mcls", "-n", unique_ns)
+        lines = result.stdout.splitlines()
+        return lines[1].split() if len(lines) == 2 and "v1.34.4" in lines[1] else None
+
+    row = await eventually(columns, timeout=20, what="ManagedCluster with status on the parent")
+    assert row[:4] == ["child", CLUSTER_ID, "Pull", "v1.34.4"]
+    mirrored = await eventually(lambda: parent.get("desc", "app-generic", "-n", unique_ns), timeout=20, what="desc")
+    assert mirrored["spec"]["raw"] == [raw]
+
+    await store(js, Description.KIND).delete(unique_ns, "app-generic")
+    await eventually(
+        lambda: _gone(parent, "desc", "app-generic", unique_ns), timeout=20, what="mirror deleted with the original"
+    )
+
+
+async def _gone(parent: Parent, kind: str, name: str, namespace: str) -> bool:
+    return await parent.get(kind, name, "-n", namespace) is None
+
+
+async def test_object_the_model_rejects_gets_a_warning_event(
+    parent: Parent, bridge: None, js: JetStreamContext, unique_ns: str
+) -> None:
+    await parent.kubectl("create", "namespace", unique_ns)
+    # The CRD schema cannot say "In needs values"; the model can.
+    await parent.apply(
+        f"""apiVersion: apps.clusternet.io/v1alpha1
+kind: Subscription
+metadata: {{name: picky, namespace: {unique_ns}}}
+spec:
+  subscribers: [{{clusterAffinity: {{matchExpressions: [{{key: env, operator: In}}]}}}}]
+  feeds: [{{apiVersion: v1, kind: Namespace, name: {unique_ns}}}]
+"""
+    )
+
+    async def warning() -> str | None:
+        out = await parent.kubectl("get", "events", "-n", unique_ns, "--field-selector", "reason=InvalidObject")
+        return out if "picky" in out or "values" in out else None
+
+    out = await eventually(warning, timeout=20, what="Warning Event on the parent")
+    assert "matchExpressions" in out and "values" in out
+    assert await store(js, Subscription.KIND).get(unique_ns, "picky") is None
+    await parent.kubectl("delete", "subs", "picky", "-n", unique_ns, "--timeout=30s")

@@ -1,0 +1,65 @@
+"""Fixtures and helpers for registration, isolation and tunnel tests: the secured hub
+(`hub.registration.testing.secured_hub`), and clients that register and connect as a cluster
+the way an agent does, recording what the server reports to error_cb.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nats
+import pytest
+from clusternet_nats.agent.registration import RegistrationDenied, request_registration
+from clusternet_nats.api.clusters import ClusterRegistrationRequestSpec
+from clusternet_nats.api.registration import DENIED, RegistrationReply, inbox_prefix, new_secret
+from clusternet_nats.hub.registration.testing import Hub, secured_hub
+from nats.aio.client import Client as NATS
+
+
+@dataclass
+class Client:
+    """One connection of a would-be cluster, with what the server told it."""
+
+    errors: list[str] = field(default_factory=list)
+    nc: NATS | None = None
+
+    async def connect(self, url: str, user: str, password: str | None) -> NATS:
+        """Connects as `user` (its inbox prefix); without a password, to a leaf that needs none."""
+
+        async def on_error(err: Exception) -> None:
+            self.errors.append(str(err))
+
+        self.nc = await nats.connect(
+            url.replace("nats://", f"nats://{user}:{password}@") if password else url,
+            inbox_prefix=inbox_prefix(user),
+            error_cb=on_error,
+            allow_reconnect=False,
+            connect_timeout=2,
+        )
+        return self.nc
+
+
+async def register(url: str, cluster_id: str, token: str, secret: str | None = None) -> tuple[RegistrationReply, str]:
+    """Files a ClusterRegistrationRequest as an agent holding `token` does; denials are replies too."""
+    secret = secret or new_secret()
+    nc = await Client().connect(url, cluster_id, token)
+    try:
+        spec = ClusterRegistrationRequestSpec(cluster_id=cluster_id, cluster_name="c")
+        return await request_registration(nc, spec, secret, timeout=10), secret
+    except RegistrationDenied as err:
+        return RegistrationReply(result=DENIED, error_message=str(err)), secret
+    finally:
+        await nc.close()
+
+
+def new_cluster_id() -> str:
+    return str(uuid.uuid4())
+
+
+@pytest.fixture
+async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
+    async with secured_hub(tmp_path) as running:
+        yield running

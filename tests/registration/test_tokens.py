@@ -1,0 +1,72 @@
+"""Bootstrap tokens: only a valid, unexpired, unrevoked token registers, and refusals say why."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import nats.errors
+import pytest
+from clusternet_nats.hub.registration.callout import Refused
+from clusternet_nats.hub.registration.records import token_store
+from clusternet_nats.testing.waiting import eventually
+
+from tests.registration.harness import Client, Hub, new_cluster_id, register
+
+
+async def refused(hub: Hub, cluster_id: str, password: str) -> str:
+    """Asserts the server refuses the connection; returns the callout's reason."""
+    before = hub.callout.refusals
+    with pytest.raises(nats.errors.Error, match="Authorization Violation"):
+        await Client().connect(hub.secure.server.url, cluster_id, password)
+    assert hub.callout.refusals > before
+    with pytest.raises(Refused) as reason:
+        await hub.callout.decide(cluster_id, password)
+    return str(reason.value)
+
+
+async def test_malformed_token_is_refused(hub: Hub) -> None:
+    reason = await refused(hub, new_cluster_id(), "not-a-token")
+    assert "neither its credentials nor a bootstrap token" in reason
+
+
+async def test_unknown_token_is_refused(hub: Hub) -> None:
+    assert "does not exist or was revoked" in await refused(hub, new_cluster_id(), "abcdef.0123456789abcdef")
+
+
+async def test_wrong_secret_is_refused(hub: Hub) -> None:
+    token = await hub.token()
+    assert "wrong secret" in await refused(hub, new_cluster_id(), token[:7] + "x" * 16)
+
+
+async def test_expired_token_is_refused(hub: Hub) -> None:
+    token = await hub.token(ttl=timedelta(seconds=-1))
+    assert "expired at" in await refused(hub, new_cluster_id(), token)
+
+
+async def test_revoked_token_is_refused(hub: Hub) -> None:
+    token = await hub.token()
+    await token_store(hub.nc.jetstream()).delete(token.split(".")[0])
+    assert "does not exist or was revoked" in await refused(hub, new_cluster_id(), token)
+
+
+async def test_user_must_be_a_cluster_id(hub: Hub) -> None:
+    assert "is not a cluster id" in await refused(hub, "hub.>", await hub.token())
+
+
+async def test_token_can_do_nothing_but_register(hub: Hub) -> None:
+    cluster_id = new_cluster_id()
+    client = Client()
+    nc = await client.connect(hub.secure.server.url, cluster_id, await hub.token())
+    await nc.publish("$KV.managedclusters.clusternet-x.y", b"{}")
+    await nc.subscribe("clusternet.registration.>")
+    await nc.flush()
+    violations = lambda: [e for e in client.errors if "permissions violation" in e.lower()]  # noqa: E731
+    assert len(await eventually(lambda: len(violations()) >= 2 and violations(), timeout=5)) == 2
+    await nc.close()
+
+
+async def test_registration_is_idempotent_for_the_same_secret(hub: Hub) -> None:
+    cluster_id = new_cluster_id()
+    first, secret = await register(hub.secure.server.url, cluster_id, await hub.token())
+    again, _ = await register(hub.secure.server.url, cluster_id, await hub.token(), secret=secret)
+    assert (again.result, again.dedicated_namespace) == (first.result, first.dedicated_namespace)
