@@ -42,8 +42,14 @@ async def test_pending_until_approved(manual_hub: tuple[Hub, str]) -> None:
     cluster_id = new_cluster_id()
     waiting = await ask(hub, cluster_id)
     name = f"clusternet-{cluster_id}"
-    listed = await eventually(lambda: cnet(url, "get", "clsrr", name, "-o", "json"), timeout=10)
-    assert '"Pending"' in listed.output and not waiting.done()
+
+    async def pending() -> Result | None:
+        # The registrar writes the request first and its Pending status just after.
+        listed = await cnet(url, "get", "clsrr", name, "-o", "json")
+        return listed if '"Pending"' in listed.output else None
+
+    await eventually(pending, timeout=10, what="the request is listed as Pending")
+    assert not waiting.done()
     clusters: ObjectStore[ManagedCluster] = ObjectStore(hub.nc.jetstream(), by_kind("ManagedCluster"))
     assert await clusters.list() == []
 
