@@ -67,7 +67,10 @@ async def test_denied_with_reason(manual_hub: tuple[Hub, str]) -> None:
     cluster_id = new_cluster_id()
     waiting = await ask(hub, cluster_id)
     name = f"clusternet-{cluster_id}"
-    await eventually(lambda: cnet(url, "get", "clsrr", name), timeout=10)
+    async def listed() -> bool:
+        return (await cnet(url, "get", "clsrr", name)).exit_code == 0
+
+    await eventually(listed, timeout=10, what="the request is listed")
     result = await cnet(url, "deny", "clsrr", name, "--reason", "unknown site")
     assert result.exit_code == 0 and "denied" in result.output, result.output
     with pytest.raises(RegistrationDenied, match="unknown site"):
