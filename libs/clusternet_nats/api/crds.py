@@ -14,13 +14,12 @@ Usage: ``python -m clusternet_nats.api.crds [--check] [OUTDIR]`` (OUTDIR default
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
+from clusternet_nats.api import generated
 from clusternet_nats.api.printer_columns import crd_columns
 from clusternet_nats.api.registry import KindInfo, all_kinds
 
@@ -176,41 +175,8 @@ def generate() -> dict[Path, str]:
     return files
 
 
-def drifted(outdir: Path) -> list[Path]:
-    """Files under outdir that are missing or differ from what the models generate."""
-    return [
-        outdir / rel
-        for rel, text in generate().items()
-        if not (outdir / rel).exists() or (outdir / rel).read_text(encoding="utf-8") != text
-    ]
-
-
-def write(outdir: Path) -> list[Path]:
-    """Writes every CRD under outdir; returns the files it changed."""
-    changed = drifted(outdir)
-    files = generate()
-    for target in changed:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(files[target.relative_to(outdir)], encoding="utf-8")
-    return changed
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m clusternet_nats.api.crds", description=__doc__)
-    parser.add_argument("--check", action="store_true", help="exit 1 if the files differ from the models")
-    parser.add_argument("outdir", nargs="?", default="deploy/k8s/crds", type=Path)
-    args = parser.parse_args(argv)
-    outdir: Path = args.outdir
-    if args.check:
-        stale = drifted(outdir)
-        for path in stale:
-            print(f"drifted: {path}", file=sys.stderr)
-        if stale:
-            print("regenerate with: python -m clusternet_nats.api.crds", file=sys.stderr)
-        return 1 if stale else 0
-    for path in write(outdir):
-        print(f"wrote {path}")
-    return 0
+    return generated.main(generate, "clusternet_nats.api.crds", "deploy/k8s/crds", __doc__, argv)
 
 
 if __name__ == "__main__":

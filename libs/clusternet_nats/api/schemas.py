@@ -11,14 +11,13 @@ and add themselves to ``EXTRA_MODULES`` so the generator imports them.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from clusternet_nats.api import generated
 from clusternet_nats.api.events import Event
 from clusternet_nats.api.registry import all_kinds
 from pydantic import BaseModel
@@ -70,43 +69,8 @@ def generate() -> dict[Path, str]:
     return {message.path(): render(message.model) for message in wire_messages()}
 
 
-def write(outdir: Path) -> list[Path]:
-    """Writes every schema under outdir; returns the files it changed."""
-    changed: list[Path] = []
-    for relpath, text in generate().items():
-        target = outdir / relpath
-        if not target.exists() or target.read_text(encoding="utf-8") != text:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-            changed.append(target)
-    return changed
-
-
-def drifted(outdir: Path) -> list[Path]:
-    """Schema files under outdir that are missing or differ from what the models generate."""
-    return [
-        outdir / relpath
-        for relpath, text in generate().items()
-        if not (outdir / relpath).exists() or (outdir / relpath).read_text(encoding="utf-8") != text
-    ]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m clusternet_nats.api.schemas", description=__doc__)
-    parser.add_argument("--check", action="store_true", help="exit 1 if the files differ from the models")
-    parser.add_argument("outdir", nargs="?", default="proto-schemas", type=Path)
-    args = parser.parse_args(argv)
-    outdir: Path = args.outdir
-    if args.check:
-        stale = drifted(outdir)
-        for path in stale:
-            print(f"drifted: {path}", file=sys.stderr)
-        if stale:
-            print("regenerate with: python -m clusternet_nats.api.schemas", file=sys.stderr)
-        return 1 if stale else 0
-    for path in write(outdir):
-        print(f"wrote {path}")
-    return 0
+    return generated.main(generate, "clusternet_nats.api.schemas", "proto-schemas", __doc__, argv)
 
 
 if __name__ == "__main__":
