@@ -8,17 +8,14 @@ A private server: the controller would otherwise judge every other test's cluste
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 
-import pytest
 from clusternet_nats.agent.service import Agent, AgentOptions
 from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterStatus
 from clusternet_nats.api.meta import ConditionStatus
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.hub.clusterhealth import ClusterHealth
-from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.runtime.service import ServiceContext
-from clusternet_nats.store import ObjectStore, StatusStore, ensure_buckets, list_events
+from clusternet_nats.store import ObjectStore, StatusStore, list_events
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.tcplink import TcpLink
@@ -30,15 +27,6 @@ TAINT = "clusters.clusternet.io/unschedulable"
 
 async def build_health(ctx: ServiceContext) -> None:
     ClusterHealth(ctx)
-
-
-@pytest.fixture
-async def private_js(private_nats: NatsServer) -> AsyncIterator[JetStreamContext]:
-    conn = Connection(private_nats.url, "pytest")
-    js = (await conn.connect()).jetstream()
-    await ensure_buckets(js)
-    yield js
-    await conn.close()
 
 
 class Watch:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 from clusternet_nats.agent.backends.sim import SimCluster
@@ -21,8 +20,7 @@ from clusternet_nats.api.clusters import ClusterSyncMode
 from clusternet_nats.api.push import deployable_by_agent, deployable_by_hub
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.deployer.service import build as build_deployer
-from clusternet_nats.runtime.connection import Connection
-from clusternet_nats.store import ObjectStore, StatusStore, ensure_buckets, list_events
+from clusternet_nats.store import ObjectStore, StatusStore, list_events
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.tcplink import TcpLink
@@ -60,15 +58,6 @@ def test_clusternet_rules_for_who_deploys(mode: ClusterSyncMode, app_pusher: boo
 def test_push_without_app_pusher_is_refused_as_clusternet_does() -> None:
     with pytest.raises(ValueError, match="--app-pusher"):
         AgentOptions(cluster_name="x", sync_mode=ClusterSyncMode.PUSH).identities()
-
-
-@pytest.fixture
-async def private_js(private_nats: NatsServer) -> AsyncIterator[JetStreamContext]:
-    conn = Connection(private_nats.url, "pytest")
-    js = (await conn.connect()).jetstream()
-    await ensure_buckets(js)
-    yield js
-    await conn.close()
 
 
 async def test_each_mode_is_deployed_by_the_side_clusternet_says(

@@ -53,6 +53,19 @@ async def js(nc: NATS) -> JetStreamContext:
 
 
 @pytest.fixture
+async def private_js(private_nats: NatsServer) -> AsyncIterator[JetStreamContext]:
+    """JetStream on the test's own server (which it may restart), with every bucket created."""
+    from clusternet_nats.runtime.connection import Connection
+    from clusternet_nats.store import ensure_buckets
+
+    conn = Connection(private_nats.url, "pytest")
+    context = (await conn.connect(timeout=10)).jetstream()
+    await ensure_buckets(context)
+    yield context
+    await conn.close()
+
+
+@pytest.fixture
 def unique_ns() -> str:
     return f"t-{uuid.uuid4().hex[:10]}"
 
