@@ -4,7 +4,8 @@ Why not nats-py's `kv.watch()`: it rides an ordered push consumer that, after a 
 restart, took about 15 s to notice (measured, see docs/architecture.md). Here a pull consumer
 with no acks is read with long polls (store/pull.py); the informer remembers the last stream
 sequence it applied and, whenever its consumer is gone (server restart, lost connection,
-consumer deleted), makes a new one that starts right after it. Nothing is missed and nothing is
+consumer deleted) or delivered into a gap (store/pull.py), makes a new one that starts right
+after it. Nothing is missed and nothing is
 replayed twice, so resuming takes one consumer creation once the connection is back: the
 connection's reconnect callback calls `resync()`, which cuts the current poll short. If the
 stream itself was reset (its last sequence is behind ours), it relists from scratch and reports

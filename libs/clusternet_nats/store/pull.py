@@ -6,7 +6,10 @@ carries an expiry), so a 30 s poll could hold a change back for 30 s. Here one p
 up to `batch` messages lingers `expires` seconds with idle heartbeats; messages are returned as
 soon as they come; a heartbeat proves the consumer alive without a separate request; a 409 from
 the server, or silence for two heartbeats, raises ConsumerGoneError so the caller makes a new
-consumer.
+consumer. So does a gap in consumer sequences, seen in a message or in a heartbeat's
+`Nats-Last-Consumer`: with no acks, whatever the server delivered while our inbox had no route
+(a child's leaf link cut while its own connection to the leaf stayed up, so no reconnect tells
+anyone) is gone, and only a new consumer from the last applied sequence gets it back.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ _STATUS = "Status"
 _DESCRIPTION = "Description"
 _HEARTBEAT = "100"
 _REQUEST_DONE = ("404", "408")
+_LAST_CONSUMER = "Nats-Last-Consumer"
 
 
 class ConsumerGoneError(Exception):
@@ -49,6 +53,8 @@ class PullReader:
         self._queue: asyncio.Queue[Msg] = asyncio.Queue()
         self._sub: Subscription | None = None
         self._outstanding = 0
+        self._delivered = 0
+        """The consumer sequence of the last message received."""
 
     async def start(self) -> None:
         self._sub = await self.nc.subscribe(self._inbox, cb=self._queue.put)
@@ -87,11 +93,19 @@ class PullReader:
         status = (msg.headers or {}).get(_STATUS)
         if not status:
             self._outstanding -= 1
+            self._follows(msg.metadata.sequence.consumer - 1)
+            self._delivered = msg.metadata.sequence.consumer
             return [msg]
         if status == _HEARTBEAT:
+            self._follows(int((msg.headers or {}).get(_LAST_CONSUMER, self._delivered)))
             return []
         if status in _REQUEST_DONE:
             self._outstanding = 0
             return []
         description = (msg.headers or {}).get(_DESCRIPTION, "")
         raise ConsumerGoneError(f"{status} {description}".strip())
+
+    def _follows(self, previous: int) -> None:
+        """Raises unless `previous`, the consumer sequence delivered before, is the last we got."""
+        if previous != self._delivered:
+            raise ConsumerGoneError(f"missed deliveries {self._delivered + 1}..{previous}")

@@ -1,6 +1,7 @@
 """`python -m clusternet_nats.agent`: the agent of one child cluster, or of N simulated ones."""
 
 import asyncio
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,7 +17,7 @@ from clusternet_nats.agent.collector import (
 from clusternet_nats.agent.heartbeat import DEFAULT_REPORT_FREQUENCY
 from clusternet_nats.agent.identity import parse_labels, parse_labels_cycle
 from clusternet_nats.agent.registration import RegistrationSettings, registered_process
-from clusternet_nats.agent.service import SERVICE, Agent, AgentOptions, Backend
+from clusternet_nats.agent.service import SERVICE, Agent, AgentOptions, Backend, with_cluster_id
 from clusternet_nats.api.clusters import ClusterSyncMode
 from clusternet_nats.runtime.options import with_common_options
 from clusternet_nats.runtime.service import CommonOptions, run
@@ -95,14 +96,24 @@ def agent(
         str | None, _option("--hub-leaf-url", "Run a leaf node per cluster dialling the hub's leaf port (tls://...).")
     ] = None,
     hub_ca: Annotated[Path | None, _option("--hub-ca", "CA of the hub's leaf-node TLS certificate.")] = None,
+    leaf_url: Annotated[
+        str | None,
+        _option("--leaf-url", "A leaf nats-server already running here (a sidecar): connect to it, start none."),
+    ] = None,
 ) -> None:
     if bootstrap_token and state_dir is None:
         raise typer.BadParameter("--bootstrap-token needs --state-dir, where the cluster's credentials are kept")
+    if leaf_url and sim_clusters:
+        raise typer.BadParameter("--leaf-url is one cluster's leaf; simulated clusters need one each")
+    if leaf_url and bootstrap_token and not hub_leaf_url:
+        raise typer.BadParameter("--leaf-url with --bootstrap-token needs --hub-leaf-url, the remote it hands the leaf")
     registration = (
-        RegistrationSettings(bootstrap_token, state_dir, hub_leaf_url, hub_ca)
+        RegistrationSettings(bootstrap_token, state_dir, hub_leaf_url, hub_ca, leaf_url)
         if bootstrap_token and state_dir
         else None
     )
+    if leaf_url and registration is None:
+        common = dataclasses.replace(common, nats_url=leaf_url)  # the sidecar's own config names its remote
     options = AgentOptions(
         cluster_name=cluster_name,
         cluster_id=cluster_id,
@@ -127,9 +138,9 @@ def agent(
     except ValueError as err:
         raise typer.BadParameter(str(err)) from None
     if registration is not None:
-        if backend is not Backend.SIM:
-            raise typer.BadParameter("--bootstrap-token is built for --backend sim so far")
-        first = options.enrollment(options.identities()[0])
+        # Registration files the cluster id, so the kube backend's is read from the cluster first.
+        built = Agent(asyncio.run(with_cluster_id(options)))
+        first = built.options.enrollment(built.options.identities()[0])
         assert first is not None
         common = asyncio.run(registered_process(common, first))
     run(SERVICE, common, built.build)

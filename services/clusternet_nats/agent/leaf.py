@@ -36,6 +36,14 @@ class LeafRemote:
     ca_file: Path | None = None
 
 
+def remote_config(remote: LeafRemote) -> str:
+    """The `leafnodes` block dialling the hub as the cluster (our leaf's, or a sidecar's include)."""
+    hub = urlsplit(remote.hub_leaf_url)
+    url = f"{hub.scheme}://{quote(remote.user, safe='')}:{quote(remote.password, safe='')}@{hub.netloc}"
+    tls = f'tls {{ ca_file: "{remote.ca_file}" }}' if remote.ca_file else ""
+    return f'leafnodes {{ reconnect: 1\n  remotes [ {{ url: "{url}"\n {tls} }} ]\n}}\n'
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -56,13 +64,7 @@ class LeafNode:
         return f"nats://127.0.0.1:{self.port}"
 
     def _config(self, remote: LeafRemote) -> str:
-        hub = urlsplit(remote.hub_leaf_url)
-        url = f"{hub.scheme}://{quote(remote.user, safe='')}:{quote(remote.password, safe='')}@{hub.netloc}"
-        tls = f'tls {{ ca_file: "{remote.ca_file}" }}' if remote.ca_file else ""
-        return (
-            f"server_name: {self.server_name}\nlisten: 127.0.0.1:{self.port}\n"
-            f'leafnodes {{ reconnect: 1\n  remotes [ {{ url: "{url}"\n {tls} }} ]\n}}\n'
-        )
+        return f"server_name: {self.server_name}\nlisten: 127.0.0.1:{self.port}\n{remote_config(remote)}"
 
     async def start(self, remote: LeafRemote) -> None:
         """Starts (or restarts, with a new remote) the leaf and returns once it listens."""

@@ -3,8 +3,9 @@
 The agent generates its own secret, sends only its hash, and keeps the secret with the cluster
 id and the granted namespace in `--state-dir` (mode 0600), so a restarted agent is the same
 cluster and connects with its credentials instead of registering again. The link to the hub
-is its own leaf node dialling `--hub-leaf-url` (leaf.py), or a direct connection to
-`--nats-url` with the credentials (as pooled simulated clusters may).
+is its own leaf node dialling `--hub-leaf-url` (leaf.py), a sidecar leaf at `--leaf-url` given
+that remote (sidecar.py), or a direct connection to `--nats-url` with the credentials (as pooled
+simulated clusters may).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import structlog
 from clusternet_nats.agent.identity import ClusterIdentity
 from clusternet_nats.agent.leaf import LeafNode, LeafRemote
+from clusternet_nats.agent.sidecar import DIRECTORY as SIDECAR_DIRECTORY
+from clusternet_nats.agent.sidecar import SidecarLeaf
 from clusternet_nats.api.clusters import ClusterRegistrationRequest, ClusterRegistrationRequestSpec
 from clusternet_nats.api.meta import Model
 from clusternet_nats.api.registration import (
@@ -101,6 +104,9 @@ class RegistrationSettings:
     """Run a leaf node of our own that dials this (`tls://host:port`); the agent connects only to it."""
     hub_ca: Path | None = None
     """CA of the hub's leaf-node TLS certificate."""
+    leaf_url: str | None = None
+    """A leaf already running beside the agent (a sidecar): connect to it and hand it the remote
+    (sidecar.py) instead of starting a leaf of our own."""
 
 
 class Enrollment:
@@ -109,7 +115,7 @@ class Enrollment:
     def __init__(self, settings: RegistrationSettings, identity: ClusterIdentity) -> None:
         self.settings, self.identity = settings, identity
         self.state_dir = settings.state_dir / identity.name
-        self.leaf: LeafNode | None = None
+        self.leaf: LeafNode | SidecarLeaf | None = None
 
     async def connect_url(self, nats_url: str) -> str:
         """Registers if this cluster never did, then returns the URL to connect to as the cluster."""
@@ -144,10 +150,15 @@ class Enrollment:
         """The URL to connect to with this password: our leaf's (dialling with it), or the hub's."""
         if not self.settings.hub_leaf_url:
             return _with_user(nats_url, self.identity.cluster_id, password)
-        self.leaf = self.leaf or LeafNode(self.state_dir / "leaf", self.identity.name)
+        self.leaf = self.leaf or self._new_leaf()
         remote = LeafRemote(self.settings.hub_leaf_url, self.identity.cluster_id, password, self.settings.hub_ca)
         await self.leaf.start(remote)
         return self.leaf.url
+
+    def _new_leaf(self) -> LeafNode | SidecarLeaf:
+        if self.settings.leaf_url:
+            return SidecarLeaf(self.settings.leaf_url, self.settings.state_dir / SIDECAR_DIRECTORY)
+        return LeafNode(self.state_dir / "leaf", self.identity.name)
 
     async def close(self) -> None:
         if self.leaf is not None:

@@ -130,3 +130,15 @@ class Agent:
         return ClusterAgent(
             identity, backend, self.options.report_frequency, self.options.status, self.options.enrollment(identity)
         )
+
+
+async def with_cluster_id(options: AgentOptions) -> AgentOptions:
+    """The options with the kube backend's cluster id read from the cluster (the Lease uid, as
+    Clusternet's agent takes it), for registration, which files the id before any agent runs."""
+    if options.backend is not Backend.KUBE or options.cluster_id:
+        return options
+    backend = KubeCluster(options.kubeconfig)
+    try:
+        return dataclasses.replace(options, cluster_id=await backend.wait_cluster_id())
+    finally:
+        await backend.close()
