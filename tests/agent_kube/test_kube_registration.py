@@ -8,7 +8,6 @@ applied in the real cluster by the registered agent.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from pathlib import Path
@@ -18,12 +17,10 @@ from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.store import ObjectStore
 from clusternet_nats.testing.kube import ControlPlane
-from clusternet_nats.testing.natsserver import free_port
-from clusternet_nats.testing.system import ServiceProcess
 from clusternet_nats.testing.waiting import eventually
 
 from tests.agent_kube.test_kube_backend import kubectl_json
-from tests.registration.harness import Hub
+from tests.registration.harness import Hub, running_agent
 
 
 async def test_kube_agent_registers_with_the_lease_uid_and_applies_descriptions(
@@ -31,23 +28,13 @@ async def test_kube_agent_registers_with_the_lease_uid_and_applies_descriptions(
 ) -> None:
     plane = kube_children[1]
     name, config_map = f"kreg-{uuid.uuid4().hex[:6]}", f"registered-{uuid.uuid4().hex[:6]}"
-    agent = ServiceProcess(
-        name="agent",
-        module="clusternet_nats.agent",
-        args=[
-            *("--nats-url", hub.secure.server.url, "--cluster-name", name),
-            *("--backend", "kube", "--kubeconfig", str(plane.kubeconfig)),
-            *("--bootstrap-token", await hub.token(), "--state-dir", str(tmp_path / "state")),
-            *("--jetstream-domain", "hub", "--cluster-status-update-frequency", "5"),
-        ],
-        log_path=tmp_path / "agent.log",
-        health_port=free_port(),
-    )
     clusters: ObjectStore[ManagedCluster] = ObjectStore(hub.nc.jetstream(), by_kind("ManagedCluster"))
     descriptions: ObjectStore[Description] = ObjectStore(hub.nc.jetstream(), by_kind("Description"))
-    agent.start()
-    try:
-        await eventually(lambda: asyncio.to_thread(agent.ready), timeout=60, what="agent /readyz")
+    args = (
+        *("--nats-url", hub.secure.server.url, "--cluster-name", name),
+        *("--backend", "kube", "--kubeconfig", str(plane.kubeconfig)),
+    )
+    async with running_agent(hub, tmp_path / "state", *args, timeout=60):
         lease = await kubectl_json(plane, "lease", "-n", "clusternet-system", "clusternet-agent")
         assert lease is not None
         [registered] = [c for c in await clusters.list() if c.metadata.name == name]
@@ -63,9 +50,6 @@ async def test_kube_agent_registers_with_the_lease_uid_and_applies_descriptions(
 
         assert await descriptions.delete(namespace, "reg-generic")
         await eventually(lambda: _gone(plane, config_map), 30, what="pruned once its Description is gone")
-    finally:
-        code = await asyncio.to_thread(agent.stop)
-    assert code == 0, agent.log_tail()
 
 
 async def _gone(plane: ControlPlane, config_map: str) -> bool:

@@ -5,6 +5,8 @@ the way an agent does, recording what the server reports to error_cb.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -16,6 +18,9 @@ from clusternet_nats.agent.registration import RegistrationDenied, request_regis
 from clusternet_nats.api.clusters import ClusterRegistrationRequestSpec
 from clusternet_nats.api.registration import DENIED, RegistrationReply, inbox_prefix, new_secret
 from clusternet_nats.hub.registration.testing import Hub, secured_hub
+from clusternet_nats.testing.natsserver import free_port
+from clusternet_nats.testing.system import ServiceProcess
+from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
 
 
@@ -63,3 +68,26 @@ def new_cluster_id() -> str:
 async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
     async with secured_hub(tmp_path) as running:
         yield running
+
+
+@contextlib.asynccontextmanager
+async def running_agent(hub: Hub, state_dir: Path, *args: str, timeout: float = 40) -> AsyncIterator[ServiceProcess]:
+    """An agent process in registration mode: started, ready, then stopped with SIGTERM and exit 0."""
+    agent = ServiceProcess(
+        name="agent",
+        module="clusternet_nats.agent",
+        args=[
+            *args,
+            *("--bootstrap-token", await hub.token(), "--state-dir", str(state_dir)),
+            *("--jetstream-domain", "hub", "--cluster-status-update-frequency", "5"),
+        ],
+        log_path=state_dir.parent / "agent.log",
+        health_port=free_port(),
+    )
+    agent.start()
+    try:
+        await eventually(lambda: asyncio.to_thread(agent.ready), timeout=timeout, what="agent /readyz")
+        yield agent
+    finally:
+        code = await asyncio.to_thread(agent.stop)
+    assert code == 0, agent.log_path.read_text()[-3000:]

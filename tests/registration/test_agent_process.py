@@ -6,38 +6,20 @@ credentials; the process's own connection is its first cluster's and creates no 
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import psutil
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.store import ObjectStore
-from clusternet_nats.testing.natsserver import free_port
-from clusternet_nats.testing.system import ServiceProcess
-from clusternet_nats.testing.waiting import eventually
 
-from tests.registration.harness import Hub
+from tests.registration.harness import Hub, running_agent
 
 
 async def test_agent_process_registers_its_clusters(hub: Hub, tmp_path: Path) -> None:
-    agent = ServiceProcess(
-        name="agent",
-        module="clusternet_nats.agent",
-        args=[
-            *("--nats-url", hub.secure.server.url, "--cluster-name", "pool", "--sim-clusters", "2"),
-            *("--bootstrap-token", await hub.token(), "--state-dir", str(tmp_path / "state")),
-            *("--jetstream-domain", "hub", "--cluster-status-update-frequency", "5"),
-        ],
-        log_path=tmp_path / "agent.log",
-        health_port=free_port(),
-    )
-    agent.start()
-    try:
-        await eventually(lambda: asyncio.to_thread(agent.ready), timeout=40, what="agent /readyz")
-    finally:
-        code = await asyncio.to_thread(agent.stop)
-    assert code == 0, (tmp_path / "agent.log").read_text()[-3000:]
+    args = ("--nats-url", hub.secure.server.url, "--cluster-name", "pool", "--sim-clusters", "2")
+    async with running_agent(hub, tmp_path / "state", *args):
+        pass
     clusters: ObjectStore[ManagedCluster] = ObjectStore(hub.nc.jetstream(), by_kind("ManagedCluster"))
     assert sorted(c.metadata.name or "" for c in await clusters.list()) == ["pool-1", "pool-2"]
     assert sorted(p.parent.name for p in (tmp_path / "state").glob("*/credentials.json")) == ["pool-1", "pool-2"]
@@ -45,24 +27,12 @@ async def test_agent_process_registers_its_clusters(hub: Hub, tmp_path: Path) ->
 
 async def test_agent_process_behind_leaf_nodes(hub: Hub, tmp_path: Path) -> None:
     """Each pooled cluster runs its own leaf node; the process never dials the hub's client port."""
-    agent = ServiceProcess(
-        name="agent",
-        module="clusternet_nats.agent",
-        args=[
-            *("--nats-url", "nats://127.0.0.1:1", "--cluster-name", "edge", "--sim-clusters", "2"),
-            *("--bootstrap-token", await hub.token(), "--state-dir", str(tmp_path / "state")),
-            *("--hub-leaf-url", hub.secure.leaf_url, "--hub-ca", str(hub.secure.pki.ca_cert)),
-            *("--jetstream-domain", "hub", "--cluster-status-update-frequency", "5"),
-        ],
-        log_path=tmp_path / "agent.log",
-        health_port=free_port(),
+    args = (
+        *("--nats-url", "nats://127.0.0.1:1", "--cluster-name", "edge", "--sim-clusters", "2"),
+        *("--hub-leaf-url", hub.secure.leaf_url, "--hub-ca", str(hub.secure.pki.ca_cert)),
     )
-    agent.start()
-    try:
-        await eventually(lambda: asyncio.to_thread(agent.ready), timeout=40, what="agent /readyz")
-    finally:
-        code = await asyncio.to_thread(agent.stop)
-    assert code == 0, (tmp_path / "agent.log").read_text()[-3000:]
+    async with running_agent(hub, tmp_path / "state", *args):
+        pass
     clusters: ObjectStore[ManagedCluster] = ObjectStore(hub.nc.jetstream(), by_kind("ManagedCluster"))
     assert sorted(c.metadata.name or "" for c in await clusters.list()) == ["edge-1", "edge-2"]
     state = str(tmp_path / "state")
