@@ -79,10 +79,7 @@ def main() -> int:
                 return 1
             time.sleep(0.5)
         print(f"{args.clusters} clusters Ready {time.monotonic() - t0:.1f}s after start")
-        hub_side = {name: s.proc.pid for name, s in system.services.items() if name != "agent" and s.proc}
-        assert system.nats.proc is not None
-        hub_side["nats-server"] = system.nats.proc.pid
-        procs = {name: psutil.Process(pid) for name, pid in hub_side.items()}
+        procs = {name: psutil.Process(pid) for name, pid in system.hub_side_pids().items()}
         agent = psutil.Process(system.services["agent"].proc.pid)  # type: ignore[union-attr]
         for proc in [*procs.values(), agent]:
             proc.cpu_percent(None)

@@ -116,9 +116,7 @@ def main() -> int:
             time.sleep(0.1)
         elapsed = time.monotonic() - started
         print(f"apply -> all {args.clusters} Descriptions Success: {elapsed:.2f}s")
-        hub_side = {name: rss_mib(s.proc.pid) for name, s in system.services.items() if name != "agent" and s.proc}
-        assert system.nats.proc is not None
-        hub_side["nats-server"] = rss_mib(system.nats.proc.pid)
+        hub_side = {name: rss_mib(pid) for name, pid in system.hub_side_pids().items()}
         for name, mib in sorted(hub_side.items()):
             print(f"  rss {name:12s} {mib:7.1f} MiB")
         print(f"hub-side memory total: {sum(hub_side.values()):.1f} MiB")

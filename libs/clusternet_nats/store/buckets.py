@@ -64,7 +64,7 @@ async def ensure_buckets(js: JetStreamContext, layout: StoreLayout | None = None
             except BadRequestError:
                 # Another service created it between our check and our create.
                 await js.key_value(name)
-        await _allow_consumers(js, f"KV_{name}", direct=True)
+        await _tune_stream(js, f"KV_{name}", direct=True)
     config = StreamConfig(
         name=EVENTS_STREAM,
         subjects=[f"{EVENTS_SUBJECT_PREFIX}.>"],
@@ -82,10 +82,11 @@ async def ensure_buckets(js: JetStreamContext, layout: StoreLayout | None = None
             await js.add_stream(config)
         except BadRequestError:
             await js.stream_info(EVENTS_STREAM)
-    await _allow_consumers(js, EVENTS_STREAM)
+    await _tune_stream(js, EVENTS_STREAM)
 
 
-async def _allow_consumers(js: JetStreamContext, stream: str, direct: bool = False) -> None:
+async def _tune_stream(js: JetStreamContext, stream: str, direct: bool = False) -> None:
+    """Room for one consumer per cluster and, for buckets, direct gets; also on streams made before."""
     info = await js.stream_info(stream)
     if info.config.max_consumers != MAX_CONSUMERS or (direct and not info.config.allow_direct):
         info.config.max_consumers = MAX_CONSUMERS

@@ -5,9 +5,9 @@ restart, took about 15 s to notice (measured, see docs/architecture.md). Here a 
 with no acks is read with long polls (store/pull.py); the informer remembers the last stream
 sequence it applied and, whenever its consumer is gone (server restart, lost connection,
 consumer deleted) or delivered into a gap (store/pull.py), makes a new one that starts right
-after it. Nothing is missed and nothing is
-replayed twice, so resuming takes one consumer creation once the connection is back: the
-connection's reconnect callback calls `resync()`, which cuts the current poll short. If the
+after it. Nothing is missed and nothing is replayed twice, so resuming takes one consumer
+creation once the connection is back: the connection's reconnect callback calls `resync()`,
+which cuts the current poll short. If the
 stream itself was reset (its last sequence is behind ours), it relists from scratch and reports
 the keys that vanished.
 
@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 import structlog
+from clusternet_nats.store.domain import api_prefix
 from clusternet_nats.store.pull import PullReader
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -150,9 +151,7 @@ class Informer(Generic[T]):
         config.name = self.nc.new_inbox().rsplit(".", 1)[-1]
         config.filter_subject = self.subject_prefix + self.key_filter
         info = await self.js.add_consumer(self.stream, config)
-        reader = PullReader(
-            self.nc, self.stream, config.name, _FETCH_BATCH, self.idle_poll, getattr(self.js, "_prefix", "$JS.API")
-        )
+        reader = PullReader(self.nc, self.stream, config.name, _FETCH_BATCH, self.idle_poll, api_prefix(self.js))
         await reader.start()
         seen: set[str] | None = set() if relist or not self.synced else None
         try:

@@ -16,6 +16,7 @@ from typing import Generic, TypeVar
 
 from clusternet_nats.api.meta import KubeObject, utcnow
 from clusternet_nats.api.registry import KindInfo
+from clusternet_nats.store.domain import DEFAULT_API, api_prefix
 from clusternet_nats.store.errors import AlreadyExistsError, ConflictError
 from clusternet_nats.store.errors import NotFoundError as ObjectNotFoundError
 from clusternet_nats.store.keys import object_key
@@ -28,7 +29,6 @@ from pydantic import BaseModel
 JSON_CONTENT_TYPE = "application/json"
 _WRONG_LAST_SEQUENCE = (10071, 10164)
 _DELETED = (KV_DEL, KV_PURGE)
-_DEFAULT_API = "$JS.API"
 
 T = TypeVar("T", bound=BaseModel)
 K = TypeVar("K", bound=KubeObject)
@@ -56,8 +56,8 @@ class JsonBucket:
     def write_prefix(self) -> str:
         """Where writes go: through `$JS.<domain>.API.` when JetStream is another domain's, since
         nats-server denies `$KV.>` across leaf nodes between domains (as nats.go's `useJSPfx`)."""
-        api = getattr(self.js, "_prefix", _DEFAULT_API)
-        return self.prefix if api == _DEFAULT_API else f"{api}.{self.prefix}"
+        api = api_prefix(self.js)
+        return self.prefix if api == DEFAULT_API else f"{api}.{self.prefix}"
 
     async def _bucket(self) -> KeyValue:
         if self._kv is None:

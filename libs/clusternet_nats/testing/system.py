@@ -148,6 +148,13 @@ class System:
     def nats_url(self) -> str:
         return self.nats.url
 
+    def hub_side_pids(self) -> dict[str, int]:
+        """Process ids of nats-server and every running service but the agent, for measurements."""
+        pids = {name: s.proc.pid for name, s in self.services.items() if name != "agent" and s.proc}
+        if self.nats.proc is not None:
+            pids["nats-server"] = self.nats.proc.pid
+        return pids
+
     def start(self, timeout: float = 60.0) -> System:
         self.nats.start()
         for service in self.services.values():
