@@ -16,13 +16,13 @@ from typing import Any
 
 import structlog
 from clusternet_nats.agent.backends.base import (
-    FIRST_KINDS,
     ApplyOutcome,
     ClusterFacts,
     Manifest,
     NodeFacts,
     ObjectRef,
     StatusListener,
+    delete_order,
     install_order,
 )
 from clusternet_nats.agent.backends.sim import nodes, workloads
@@ -39,11 +39,6 @@ SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 """Present in every cluster, and never deleted: Kubernetes forbids it."""
 
 log = structlog.get_logger(__name__)
-
-
-def _delete_order(ref: ObjectRef) -> int:
-    """Namespaces and CRDs last, the reverse of how they are installed."""
-    return -FIRST_KINDS.index(ref.kind) if ref.kind in FIRST_KINDS else -len(FIRST_KINDS)
 
 
 class SimCluster:
@@ -118,7 +113,7 @@ class SimCluster:
         return outcome
 
     async def prune(self, owner: str, keep: Collection[ObjectRef]) -> list[ObjectRef]:
-        doomed = sorted((o.ref for o in self.objects if o.owner == owner and o.ref not in keep), key=_delete_order)
+        doomed = delete_order([o.ref for o in self.objects if o.owner == owner and o.ref not in keep])
         gone: list[SimObject] = []
         disowned: set[ObjectRef] = set()
         for ref in doomed:
