@@ -167,6 +167,14 @@ class StatusStore(Generic[T]):
             return await self.bucket.create(key, data)
         return await self.bucket.write(key, data, revision)
 
+    async def put_if_changed(self, key: str, value: T) -> bool:
+        """Writes unless the stored value already equals it (CAS on what was read); True if written."""
+        current = await self.get(key)
+        if current is not None and current.value == value:
+            return False
+        await self.put(key, value, current.revision if current else 0)
+        return True
+
     async def delete(self, key: str) -> None:
         await self.bucket.delete(key)
 

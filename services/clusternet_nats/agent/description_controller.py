@@ -19,6 +19,7 @@ from clusternet_nats.api.apps import Description, DescriptionPhase, DescriptionS
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import StatusStore
+from clusternet_nats.store.deploy_events import DeployOutcomes
 from clusternet_nats.store.keys import namespace_filter
 
 log = structlog.get_logger(__name__)
@@ -34,15 +35,14 @@ class DescriptionController:
         assert info.status_bucket is not None
         self.backend = backend
         self.applier = Applier(backend)
-        self.recorder = ctx.recorder
         self.statuses = StatusStore(ctx.js, info.status_bucket, DescriptionStatus)
         self.informer = ctx.objects(Description, namespace_filter(identity.namespace))
         self.queue = ctx.queue("descriptions", self.reconcile)
         self.informer.add_handler(lambda key, _desc: self.queue.add(key))
         backend.on_status_change(self.queue.add)
         ctx.run_forever(self.prune_orphans)
-        self._reported: dict[str, tuple[int, str | None]] = {}
         self._log = log.bind(cluster=identity.name)
+        self.outcomes = DeployOutcomes(ctx.recorder, self._log)
 
     async def prune_orphans(self) -> None:
         """Queues every owner in the cluster whose Description is gone (run once listed)."""
@@ -56,35 +56,14 @@ class DescriptionController:
             await self._remove(key)
             return
         status = await self.applier.deploy(key, desc)
-        await self._write_status(key, status)
-        await self._record(key, desc, status)
+        await self.statuses.put_if_changed(key, status)
+        await self.outcomes.report(key, self.informer.revision(key), desc, status)
         if status.phase is DescriptionPhase.FAILURE:
             raise DeployError(status.reason)
-
-    async def _write_status(self, key: str, status: DescriptionStatus) -> None:
-        current = await self.statuses.get(key)
-        if current is not None and current.value == status:
-            return
-        await self.statuses.put(key, status, current.revision if current else 0)
-
-    async def _record(self, key: str, desc: Description, status: DescriptionStatus) -> None:
-        """One Event per outcome of each version of the Description, not one per reconcile."""
-        outcome = (self.informer.revision(key), status.reason)
-        if self._reported.get(key) == outcome:
-            return
-        self._reported[key] = outcome
-        name = desc.namespaced_name()
-        if status.phase is DescriptionPhase.SUCCESS:
-            self._log.info("description.deployed", description=key)
-            await self.recorder.normal(desc, "SuccessfullyDeployed", f"successfully deployed Description {name}")
-        else:
-            self._log.warning("description.failed", description=key, reason=status.reason)
-            message = f"failed to deploy Description {name}: {status.reason}"
-            await self.recorder.warning(desc, "UnSuccessfullyDeployed", message)
 
     async def _remove(self, key: str) -> None:
         pruned = await self.applier.remove(key)
         if await self.statuses.get(key) is not None:
             await self.statuses.delete(key)
-        if self._reported.pop(key, None) is not None or pruned:
+        if self.outcomes.forget(key) or pruned:
             self._log.info("description.removed", description=key, objects=len(pruned))

@@ -140,7 +140,5 @@ class Heartbeat:
         inventory = NodeInventory(cluster_id=self.identity.cluster_id, nodes=collected.nodes)
         if inventory == self._inventory:
             return
-        stored = await self.inventories.get(self.key)
-        if stored is None or stored.value != inventory:
-            await self.inventories.put(self.key, inventory, stored.revision if stored else 0)
+        await self.inventories.put_if_changed(self.key, inventory)
         self._inventory = inventory

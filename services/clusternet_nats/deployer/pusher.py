@@ -32,6 +32,7 @@ from clusternet_nats.deployer.caches import Caches
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.runtime.tunnel import request_cluster
 from clusternet_nats.store import StatusStore, object_key, split_key
+from clusternet_nats.store.deploy_events import DeployOutcomes
 
 PUSH_TIMEOUT = 10.0
 
@@ -49,7 +50,7 @@ def _ready(status: ManagedClusterStatus | None) -> bool:
 
 class Pusher:
     def __init__(self, ctx: ServiceContext, caches: Caches) -> None:
-        self.nc, self.recorder, self.caches = ctx.nc, ctx.recorder, caches
+        self.nc, self.caches = ctx.nc, caches
         self.cluster_statuses = ctx.records(KindInfo.of(ManagedCluster).status_bucket or "", ManagedClusterStatus)
         self.statuses = StatusStore(ctx.js, KindInfo.of(Description).status_bucket or "", DescriptionStatus)
         self.queue = ctx.queue("deployer-push", self.reconcile)
@@ -57,7 +58,7 @@ class Pusher:
         self._cluster_in: dict[str, str] = {}
         """Dedicated namespace -> the key of its ManagedCluster."""
         self._pushable: dict[str, tuple[bool, bool]] = {}
-        self._reported: dict[str, tuple[int, str | None]] = {}
+        self.outcomes = DeployOutcomes(ctx.recorder, log.bind(via="push"))
         self._unreachable: set[str] = set()
         """Clusters a push could not reach: their next heartbeat means the link is back."""
         caches.descriptions.add_handler(lambda key, _desc: self.queue.add(key))
@@ -113,11 +114,11 @@ class Pusher:
         if desc is None:
             if await self.statuses.get(key) is not None:
                 await self.statuses.delete(key)
-            self._reported.pop(key, None)
+            self.outcomes.forget(key)
             return
         assert reply.status is not None
-        await self._write_status(key, reply.status)
-        await self._record(key, desc, reply.status)
+        await self.statuses.put_if_changed(key, reply.status)
+        await self.outcomes.report(key, self.caches.descriptions.revision(key), desc, reply.status)
         if reply.status.phase is DescriptionPhase.FAILURE:
             raise PushError(reply.status.reason)
 
@@ -135,24 +136,3 @@ class Pusher:
         if reply.error:
             raise PushError(f"cluster {cluster.namespaced_name()}: {reply.error}")
         return reply
-
-    async def _write_status(self, key: str, status: DescriptionStatus) -> None:
-        current = await self.statuses.get(key)
-        if current is None or current.value != status:
-            await self.statuses.put(key, status, current.revision if current else 0)
-
-    async def _record(self, key: str, desc: Description, status: DescriptionStatus) -> None:
-        """One Event per outcome of each version of the Description, not one per push."""
-        outcome = (self.caches.descriptions.revision(key), status.reason)
-        if self._reported.get(key) == outcome:
-            return
-        self._reported[key] = outcome
-        name = desc.namespaced_name()
-        if status.phase is DescriptionPhase.SUCCESS:
-            log.info("push.deployed", description=key)
-            await self.recorder.normal(desc, "SuccessfullyDeployed", f"successfully deployed Description {name}")
-        else:
-            log.warning("push.failed", description=key, reason=status.reason)
-            await self.recorder.warning(
-                desc, "UnSuccessfullyDeployed", f"failed to deploy Description {name}: {status.reason}"
-            )

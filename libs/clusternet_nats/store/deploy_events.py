@@ -1,0 +1,39 @@
+"""Telling humans how a Description deployed: one Event per outcome of each version of it.
+
+The agent (Pull) and the deployer's pusher (Push) both apply Descriptions, and both are
+reconcilers that may run the same Description many times; an Event for every run would bury the
+one that matters. Clusternet's reasons are kept: SuccessfullyDeployed, UnSuccessfullyDeployed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clusternet_nats.api.apps import Description, DescriptionPhase, DescriptionStatus
+from clusternet_nats.store.events import EventRecorder
+
+
+class DeployOutcomes:
+    def __init__(self, recorder: EventRecorder, log: Any) -> None:
+        self.recorder = recorder
+        self.log = log
+        self._reported: dict[str, tuple[int, str | None]] = {}
+
+    async def report(self, key: str, revision: int, desc: Description, status: DescriptionStatus) -> None:
+        """Records the outcome of this revision of the Description, unless it already was."""
+        outcome = (revision, status.reason)
+        if self._reported.get(key) == outcome:
+            return
+        self._reported[key] = outcome
+        name = desc.namespaced_name()
+        if status.phase is DescriptionPhase.SUCCESS:
+            self.log.info("description.deployed", description=key)
+            await self.recorder.normal(desc, "SuccessfullyDeployed", f"successfully deployed Description {name}")
+        else:
+            self.log.warning("description.failed", description=key, reason=status.reason)
+            message = f"failed to deploy Description {name}: {status.reason}"
+            await self.recorder.warning(desc, "UnSuccessfullyDeployed", message)
+
+    def forget(self, key: str) -> bool:
+        """Drops what was reported for a removed Description; True if anything had been."""
+        return self._reported.pop(key, None) is not None
