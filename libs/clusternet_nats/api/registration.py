@@ -31,8 +31,30 @@ def registration_subject(cluster_id: str) -> str:
 
 
 def inbox_prefix(cluster_id: str) -> str:
-    """Where replies to this cluster's (or its registering agent's) requests arrive."""
+    """Where replies to a registered cluster's requests arrive; only its own credential may
+    subscribe here, so no one else ever learns its pull or request inboxes."""
     return f"_INBOX_{cluster_id}"
+
+
+def registering_inbox_prefix(cluster_id: str) -> str:
+    """Where replies to a bootstrap token holder's registration request arrive: a prefix of its
+    own, so a token never grants a read of the registered cluster's inbox."""
+    return f"_INBOX_REG_{cluster_id}"
+
+
+def agent_consumer_name(namespace: str) -> str:
+    """The one consumer a cluster may create, on `KV_descriptions` filtered to its namespace.
+    Fixed by the hub's grant, so a cluster holds at most one and cannot touch another's."""
+    return f"agent-{namespace}"
+
+
+INTAKE_PREFIX = "clusternet.intake"
+"""Clusters never publish into JetStream streams: each write is a request to
+`clusternet.intake.<namespace>.<verb>`, which the hub checks and stores (hub/intake/)."""
+
+
+def intake_subject(namespace: str, verb: str) -> str:
+    return f"{INTAKE_PREFIX}.{namespace}.{verb}"
 
 
 def reply_prefix(namespace: str) -> str:
