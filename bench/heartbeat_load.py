@@ -14,24 +14,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import nats
 import psutil
 from clusternet_nats.testing.system import System
 
 STATUS_STREAM = "KV_managedclusters-status"
-
-
-def get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=30) as resp:
-        return json.load(resp)
 
 
 def stream_last_seq(system: System) -> int:
@@ -46,7 +38,7 @@ def stream_last_seq(system: System) -> int:
 
 
 def ready_clusters(system: System) -> int:
-    items = get_json(system.hub_url + "/apis/clusters.clusternet.io/v1beta1/managedclusters")["items"]
+    items = system.hub_get("/apis/clusters.clusternet.io/v1beta1/managedclusters")["items"]
     return sum(
         1
         for m in items

@@ -10,14 +10,11 @@ scheduler, deployer, predictor) and of the agent process hosting the simulated c
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import psutil
 from clusternet_nats.testing.system import System
@@ -67,12 +64,6 @@ spec:
 """
 
 
-def get_json(url: str) -> dict[str, Any]:
-    with urllib.request.urlopen(url, timeout=30) as resp:
-        data: dict[str, Any] = json.load(resp)
-        return data
-
-
 def rss_mib(pid: int) -> float:
     return float(psutil.Process(pid).memory_info().rss) / 2**20
 
@@ -92,18 +83,18 @@ def main() -> int:
     manifest_file = workdir / "bench.yaml"
     manifest_file.write_text(MANIFESTS)
     try:
-        mcls = get_json(system.hub_url + "/apis/clusters.clusternet.io/v1beta1/managedclusters")["items"]
+        mcls = system.hub_get("/apis/clusters.clusternet.io/v1beta1/managedclusters")["items"]
         print(f"clusters registered: {len(mcls)} (system start {startup:.1f}s)")
         cnet = Path(sys.executable).parent / "cnet"
         started = time.monotonic()
-        subprocess.run([str(cnet), "--server", system.hub_url, "apply", "-f", str(manifest_file)], check=True)
+        subprocess.run([str(cnet), "--config", str(system.cnet_config), "apply", "-f", str(manifest_file)], check=True)
         detail = ""
         while True:
-            sub = get_json(system.hub_url + SUBSCRIPTION)
+            sub = system.hub_get(SUBSCRIPTION)
             status = sub.get("status") or {}
             done = status.get("completedReleases", 0)
             if done >= args.clusters:
-                descs = get_json(system.hub_url + DESCRIPTIONS)["items"]
+                descs = system.hub_get(DESCRIPTIONS)["items"]
                 ok = sum(1 for d in descs if (d.get("status") or {}).get("phase") == "Success")
                 if ok >= args.clusters:
                     break

@@ -45,7 +45,9 @@ class Hub:
 
 @pytest.fixture
 async def hub(system: System) -> AsyncIterator[Hub]:
-    async with aiohttp.ClientSession() as session:
+    """An admin session on the system's hub (its generated CA, the admin token)."""
+    connector = aiohttp.TCPConnector(ssl=system.hub_ssl_context())
+    async with aiohttp.ClientSession(headers=system.hub_headers(), connector=connector) as session:
         yield Hub(session, system.hub_url)
 
 
@@ -66,7 +68,7 @@ def owned_by(objects: list[dict[str, Any]], subscription: str) -> list[dict[str,
 
 def cnet(system: System, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(Path(sys.executable).parent / "cnet"), "--server", system.hub_url, *args],
+        [str(Path(sys.executable).parent / "cnet"), "--config", str(system.cnet_config), *args],
         capture_output=True,
         text=True,
         timeout=60,

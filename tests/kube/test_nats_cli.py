@@ -34,7 +34,7 @@ async def nats(tools: Tools, system: System, *args: str) -> subprocess.Completed
 
 async def test_nats_cli_lists_buckets_prints_a_description_and_lists_streams(kube_tools: Tools, system: System) -> None:
     cnet = Path(sys.executable).parent / "cnet"
-    applied = await run_tool(cnet, "--server", system.hub_url, "apply", "-f", REPO / "examples" / "replication")
+    applied = await run_tool(cnet, "--config", system.cnet_config, "apply", "-f", REPO / "examples" / "replication")
     assert applied.returncode == 0, applied.stderr
 
     async def description_key() -> str | None:

@@ -12,7 +12,7 @@ from clusternet_nats.api.clusters import ClusterRegistrationRequestSpec, Managed
 from clusternet_nats.api.registration import APPROVED, new_secret
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.cli.main import app
-from clusternet_nats.hub.testing import running_hub
+from clusternet_nats.hub.testing import ServedHub, running_hub
 from clusternet_nats.store import ObjectStore
 from clusternet_nats.testing.waiting import eventually
 from typer.testing import CliRunner, Result
@@ -21,14 +21,14 @@ from tests.registration.harness import Client, Hub, new_cluster_id, secured_hub
 
 
 @pytest.fixture
-async def manual_hub(tmp_path: Path) -> AsyncIterator[tuple[Hub, str]]:
-    """The secured hub with --manual-approval, and its HTTP API for `cnet`."""
-    async with secured_hub(tmp_path, manual_approval=True) as hub, running_hub(hub.secure.url("hub")) as url:
-        yield hub, url
+async def manual_hub(tmp_path: Path) -> AsyncIterator[tuple[Hub, ServedHub]]:
+    """The secured hub with --manual-approval, and its HTTP API for `cnet` (as admin)."""
+    async with secured_hub(tmp_path, manual_approval=True) as hub, running_hub(hub.secure.url("hub")) as served:
+        yield hub, served
 
 
-async def cnet(url: str, *args: str) -> Result:
-    return await asyncio.to_thread(lambda: CliRunner().invoke(app, ["--server", url, *args]))
+async def cnet(served: ServedHub, *args: str) -> Result:
+    return await asyncio.to_thread(lambda: CliRunner().invoke(app, [*served.cnet_args(), *args]))
 
 
 async def ask(hub: Hub, cluster_id: str) -> asyncio.Task[object]:
@@ -37,7 +37,7 @@ async def ask(hub: Hub, cluster_id: str) -> asyncio.Task[object]:
     return asyncio.create_task(request_registration(nc, spec, new_secret(), pending_poll=0.1))
 
 
-async def test_pending_until_approved(manual_hub: tuple[Hub, str]) -> None:
+async def test_pending_until_approved(manual_hub: tuple[Hub, ServedHub]) -> None:
     hub, url = manual_hub
     cluster_id = new_cluster_id()
     waiting = await ask(hub, cluster_id)
@@ -62,7 +62,7 @@ async def test_pending_until_approved(manual_hub: tuple[Hub, str]) -> None:
     assert again.exit_code == 1 and "already Approved" in again.output
 
 
-async def test_denied_with_reason(manual_hub: tuple[Hub, str]) -> None:
+async def test_denied_with_reason(manual_hub: tuple[Hub, ServedHub]) -> None:
     hub, url = manual_hub
     cluster_id = new_cluster_id()
     waiting = await ask(hub, cluster_id)
@@ -77,7 +77,7 @@ async def test_denied_with_reason(manual_hub: tuple[Hub, str]) -> None:
         await asyncio.wait_for(waiting, 10)
 
 
-async def test_only_clsrr_can_be_approved(manual_hub: tuple[Hub, str]) -> None:
+async def test_only_clsrr_can_be_approved(manual_hub: tuple[Hub, ServedHub]) -> None:
     _, url = manual_hub
     result = await cnet(url, "approve", "mcls", "x")
     assert result.exit_code == 1 and "only clusterregistrationrequests" in result.output

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import ssl
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 from clusternet_nats.api import KindInfo
 from clusternet_nats.api.paths import collection_path, events_path
+from clusternet_nats.cli.config import ClientSettings, ca_data_pem
 
-DEFAULT_SERVER = "http://127.0.0.1:8080"
 TIMEOUT = aiohttp.ClientTimeout(total=60, connect=10)
 
 Object = dict[str, Any]
@@ -37,10 +38,34 @@ class HubError(Exception):
     def __str__(self) -> str:
         if not self.code:
             return f"error: {self.message}"
+        if self.code == 401:  # kubectl's words: nothing about the request is worth more than this
+            return "error: You must be logged in to the server (Unauthorized)"
         head = f"Error from server ({self.reason or self.code}): {self.message}"
         if len(self.causes) < 2:
             return head
         return "\n".join([head, *(f"  {c.get('field', '')}: {c.get('message', '')}" for c in self.causes)])
+
+
+def ssl_context(settings: ClientSettings) -> ssl.SSLContext | None:
+    """What to trust and what to present over HTTPS (None for an http:// server); reads files, so
+    call it before the event loop. Raises HubError naming the file that cannot be used."""
+    if not settings.server.startswith("https://"):
+        return None
+    try:
+        context = ssl.create_default_context(
+            cafile=str(settings.certificate_authority) if settings.certificate_authority else None,
+            cadata=ca_data_pem(settings.certificate_authority_data) if settings.certificate_authority_data else None,
+        )
+        if settings.insecure_skip_tls_verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if settings.client_certificate or settings.client_key:
+            if not (settings.client_certificate and settings.client_key):
+                raise HubError("client-certificate and client-key go together")
+            context.load_cert_chain(settings.client_certificate, settings.client_key)
+    except (OSError, ssl.SSLError) as err:
+        raise HubError(f"cannot load the TLS files of this context: {err}") from None
+    return context
 
 
 class HubClient:
@@ -50,9 +75,13 @@ class HubClient:
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def connect(cls, server: str) -> AsyncIterator[HubClient]:
-        async with aiohttp.ClientSession(timeout=TIMEOUT) as session:
-            yield cls(server, session)
+    async def connect(cls, settings: ClientSettings, context: ssl.SSLContext | None = None) -> AsyncIterator[HubClient]:
+        """A client for `settings`; `context` from `ssl_context(settings)` (built there if not given)."""
+        context = context if context is not None else ssl_context(settings)
+        headers = {"Authorization": f"Bearer {settings.token}"} if settings.token else {}
+        connector = aiohttp.TCPConnector(ssl=context if context is not None else False)
+        async with aiohttp.ClientSession(timeout=TIMEOUT, headers=headers, connector=connector) as session:
+            yield cls(settings.server, session)
 
     async def request(
         self, method: str, path: str, body: Object | None = None, params: dict[str, str] | None = None
@@ -67,6 +96,16 @@ class HubClient:
                         raise HubError.from_status(resp.status, data)
                     raise HubError(text.strip()[:300] or str(resp.reason), resp.status, str(resp.reason or ""))
                 return resp.status, data
+        except aiohttp.ClientConnectorCertificateError as err:
+            why = getattr(err.certificate_error, "verify_message", None) or err.certificate_error
+            raise HubError(
+                f"cannot verify the hub's certificate at {self.server} ({why}); "
+                "trust its CA with certificate-authority in the cnet config or --certificate-authority"
+            ) from None
+        except aiohttp.ClientSSLError as err:
+            raise HubError(
+                f"TLS with the hub at {self.server} failed: {getattr(err, 'strerror', None) or err}"
+            ) from None
         except aiohttp.ClientError as err:
             raise HubError(f"cannot reach the hub at {self.server}: {err}") from None
         except TimeoutError:

@@ -19,10 +19,12 @@ import typer
 from clusternet_nats.api import KindInfo, ObjectErrors, UnknownKindError, resolve
 from clusternet_nats.api.paths import object_path
 from clusternet_nats.cli import approval as approval_cli
+from clusternet_nats.cli import config as cnet_config
 from clusternet_nats.cli import token as token_cli
 from clusternet_nats.cli.apply import Target, apply_one, delete_one, load_files
-from clusternet_nats.cli.client import DEFAULT_SERVER, HubClient, HubError, Object
+from clusternet_nats.cli.client import HubClient, HubError, Object, ssl_context
 from clusternet_nats.cli.columns import resource_name
+from clusternet_nats.cli.contexts import config_app
 from clusternet_nats.cli.describe import describe as describe_text
 from clusternet_nats.cli.get import OUTPUTS, Query, render
 from rich.console import Console
@@ -44,19 +46,52 @@ FilesOption = Annotated[
 NamespaceOption = Annotated[str | None, typer.Option("--namespace", "-n", help="Namespace (default: default).")]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Settings:
-    server: str
+    """Where the config is and what the flags override; resolved only when a command needs the hub."""
+
+    config_path: Path
+    context: str | None
+    overrides: cnet_config.Overrides
+    _client: cnet_config.ClientSettings | None = None
+
+    def client(self) -> cnet_config.ClientSettings:
+        if self._client is None:
+            config = cnet_config.load(self.config_path)
+            self._client = cnet_config.settings(config, self.config_path, self.context, self.overrides)
+        return self._client
 
 
 @app.callback()
 def root(
     ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", envvar=cnet_config.ENV, help="cnet config file (default: ~/.cnet/config)."),
+    ] = None,
+    context: Annotated[
+        str | None, typer.Option("--context", envvar="CNET_CONTEXT", help="Context of the config to use.")
+    ] = None,
     server: Annotated[
-        str, typer.Option("--server", "-s", envvar="CNET_SERVER", help="URL of the hub's HTTP API.")
-    ] = DEFAULT_SERVER,
+        str | None,
+        typer.Option("--server", "-s", envvar="CNET_SERVER", help="URL of the hub (default: the context's)."),
+    ] = None,
+    token: Annotated[str | None, typer.Option("--token", envvar="CNET_TOKEN", help="Bearer token.")] = None,
+    certificate_authority: Annotated[
+        Path | None, typer.Option("--certificate-authority", help="CA file that signed the hub's certificate.")
+    ] = None,
+    client_certificate: Annotated[
+        Path | None, typer.Option("--client-certificate", help="Client certificate file (CN: user, O: groups).")
+    ] = None,
+    client_key: Annotated[Path | None, typer.Option("--client-key", help="Key of --client-certificate.")] = None,
+    insecure_skip_tls_verify: Annotated[
+        bool, typer.Option("--insecure-skip-tls-verify", help="Do not verify the hub's certificate (unsafe).")
+    ] = False,
 ) -> None:
-    ctx.obj = Settings(server)
+    overrides = cnet_config.Overrides(
+        server, certificate_authority, insecure_skip_tls_verify, token, client_certificate, client_key
+    )
+    ctx.obj = Settings(config or cnet_config.default_path(), context, overrides)
 
 
 def _error(message: str) -> None:
@@ -68,12 +103,22 @@ def _fail(message: str) -> NoReturn:
     raise typer.Exit(1)
 
 
+def _client_settings(ctx: typer.Context) -> cnet_config.ClientSettings:
+    try:
+        return ctx.ensure_object(Settings).client()
+    except cnet_config.ConfigError as err:
+        _fail(str(err))
+
+
 def _run(ctx: typer.Context, work: Callable[[HubClient], Awaitable[T]]) -> T:
+    settings = _client_settings(ctx)
+
     async def main() -> T:
-        async with HubClient.connect(ctx.ensure_object(Settings).server) as client:
+        async with HubClient.connect(settings, tls) as client:
             return await work(client)
 
     try:
+        tls = ssl_context(settings)  # reads certificate files: before the loop, not on it
         return asyncio.run(main())
     except HubError as err:
         _fail(str(err))
@@ -174,9 +219,7 @@ def describe(
     ns = _namespace(info, namespace)
 
     async def fetch(client: HubClient) -> tuple[Object, list[Object]]:
-        obj, events = await asyncio.gather(
-            client.get(object_path(info, ns, name)), client.events(info.kind, ns, name)
-        )
+        obj, events = await asyncio.gather(client.get(object_path(info, ns, name)), client.events(info.kind, ns, name))
         return obj, events
 
     obj, events = _run(ctx, fetch)
@@ -205,6 +248,8 @@ def delete(
     if _run(ctx, lambda client: _each([functools.partial(delete_one, client, *i) for i in items])):
         raise typer.Exit(1)
 
+
+app.add_typer(config_app, name="config")
 
 token_app = typer.Typer(help="Bootstrap tokens that let a child cluster register.", no_args_is_help=True)
 app.add_typer(token_app, name="token")

@@ -3,12 +3,13 @@
 `demo` is the walking skeleton end to end, and exits 0 only if it worked: it applies
 examples/replication/, waits until every Description is applied, prints the tables and stops
 everything cleanly. `up` runs the same system in the foreground until Ctrl-C so a user can
-`cnet apply` from a second terminal.
+`cnet apply` from a second terminal: it merges a `clusternet-nats-up` context (the hub's URL, its
+generated CA, an admin token) into cnet's config ($CNET_CONFIG or ~/.cnet/config) and makes it
+current, so `cnet` needs no flags. The hub serves HTTPS and lets in nobody without credentials.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import signal
 import subprocess
@@ -16,11 +17,11 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
+from clusternet_nats.cli.config import default_path
 from clusternet_nats.testing.system import DEFAULT_LABELS_CYCLE, System
 
 app = typer.Typer(add_completion=False, help=__doc__)
@@ -28,25 +29,21 @@ app = typer.Typer(add_completion=False, help=__doc__)
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DESCRIPTIONS = "/apis/apps.clusternet.io/v1alpha1/descriptions"
 SUBSCRIPTIONS = "/apis/apps.clusternet.io/v1alpha1/subscriptions"
+UP_CONTEXT = "clusternet-nats-up"
 
 
-def cnet(*args: str, server: str) -> subprocess.CompletedProcess[str]:
+def cnet(system: System, *args: str) -> subprocess.CompletedProcess[str]:
+    """`cnet` as the user would run it, pointed at the system's own config (admin context)."""
     exe = Path(sys.executable).parent / "cnet"
     return subprocess.run(
-        [str(exe), "--server", server, *args], capture_output=True, text=True, check=False, timeout=60
+        [str(exe), "--config", str(system.cnet_config), *args], capture_output=True, text=True, check=False, timeout=60
     )
 
 
-def get_json(url: str) -> dict[str, Any]:
-    with urllib.request.urlopen(url, timeout=5) as resp:
-        data: dict[str, Any] = json.load(resp)
-        return data
-
-
-def rollout_done(hub: str) -> tuple[bool, str]:
+def rollout_done(system: System) -> tuple[bool, str]:
     """True when every Subscription is fully released and every Description is Success."""
-    subs = get_json(hub + SUBSCRIPTIONS)["items"]
-    descs = get_json(hub + DESCRIPTIONS)["items"]
+    subs = system.hub_get(SUBSCRIPTIONS, timeout=5)["items"]
+    descs = system.hub_get(DESCRIPTIONS, timeout=5)["items"]
     if not subs:
         return False, "no subscriptions yet"
     for sub in subs:
@@ -83,10 +80,10 @@ def demo(
         shown = examples.relative_to(REPO_ROOT) if examples.is_relative_to(REPO_ROOT) else examples
         typer.echo(f"$ cnet apply -f {shown}")
         started = time.monotonic()
-        echo_run(cnet("apply", "-f", str(examples), server=system.hub_url))
+        echo_run(cnet(system, "apply", "-f", str(examples)))
         deadline = started + timeout
         while True:
-            done, detail = rollout_done(system.hub_url)
+            done, detail = rollout_done(system)
             if done:
                 break
             if time.monotonic() > deadline:
@@ -95,7 +92,7 @@ def demo(
             time.sleep(0.2)
         typer.echo(f"\nfrom apply to rolled out: {time.monotonic() - started:.2f}s ({detail})\n")
         typer.echo("$ cnet get subs,mcls,desc -A")
-        echo_run(cnet("get", "subs,mcls,desc", "-A", server=system.hub_url))
+        echo_run(cnet(system, "get", "subs,mcls,desc", "-A"))
     finally:
         codes = system.stop()
         failed = {name: code for name, code in codes.items() if code not in (0, None)}
@@ -115,17 +112,18 @@ def up(
     labels_cycle: Annotated[str, typer.Option(help="Labels of cluster i: entry i mod n.")] = DEFAULT_LABELS_CYCLE,
 ) -> None:
     """Run the system in the foreground until Ctrl-C."""
-    system = System(
-        workdir, sim_clusters=clusters, labels_cycle=labels_cycle, hub_port=hub_port, nats_port=nats_port
-    )
+    system = System(workdir, sim_clusters=clusters, labels_cycle=labels_cycle, hub_port=hub_port, nats_port=nats_port)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     system.start()
+    config = default_path()
+    system.write_cnet_context(config, UP_CONTEXT)
     typer.echo(
         f"Clusternet-NATS is up: hub {system.hub_url}, NATS {system.nats_url}, {clusters} simulated clusters.\n"
-        f"In another terminal:  cnet --server {system.hub_url} apply -f examples/replication\n"
-        f"                      cnet --server {system.hub_url} get subs,mcls,desc -A\n"
+        f"cnet context {UP_CONTEXT!r} (admin) written to {config} and made current; the hub's CA is {system.hub_ca}.\n"
+        f"In another terminal:  cnet apply -f examples/replication\n"
+        f"                      cnet get subs,mcls,desc -A\n"
         f"                      nats --server {system.nats_url} kv ls\n"
         f"Logs: {workdir}/*.log. Ctrl-C to stop."
     )

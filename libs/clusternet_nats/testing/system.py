@@ -9,19 +9,46 @@ can be killed and restarted mid-test.
 from __future__ import annotations
 
 import asyncio
+import csv
+import json
 import os
+import secrets
 import signal
+import ssl
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from clusternet_nats.cli import config as cnet_config
+from clusternet_nats.runtime.pki import write_file
 from clusternet_nats.testing.natsserver import NatsServer, free_port
 
 HUB_SIDE_SERVICES = ("hub", "scheduler", "deployer", "predictor")
 DEFAULT_LABELS_CYCLE = "env=prod,region=ap-shanghai;env=staging,region=ap-beijing;env=prod,region=ap-beijing"
+ADMIN_USER = "cnet-admin"
+ADMIN_GROUPS = ("system:masters",)
+
+
+def token_file_line(token: str, user: str, groups: Sequence[str] = ()) -> str:
+    """One line of kube-apiserver's `--token-auth-file` format: `token,user,uid,"group1,group2"`."""
+    return f'{token},{user},{user},"{",".join(groups)}"\n'
+
+
+def ensure_admin_token(path: Path) -> str:
+    """The admin token of the token file at `path`, written (0600) with a fresh one if there is none,
+    so a system restarted in the same work directory keeps the credential its users hold."""
+    if path.exists():
+        for row in csv.reader(path.read_text().splitlines(), skipinitialspace=True):
+            if len(row) >= 2 and row[1] == ADMIN_USER:
+                return row[0]
+    token = secrets.token_urlsafe(32)
+    write_file(path, token_file_line(token, ADMIN_USER, ADMIN_GROUPS).encode(), private=True)
+    return token
 
 
 @dataclass
@@ -105,10 +132,29 @@ class System:
         self.nats = NatsServer(store_dir=self.workdir / "nats", port=nats_port)
         self.hub_port = hub_port or free_port()
         self.log_level = log_level
+        self.hub_cert_dir = self.workdir / "hub-certs"
+        """The hub generates its CA (`ca.crt`) and serving certificate here at first start."""
+        self.hub_token_file = self.workdir / "hub-tokens.csv"
+        self.admin_token = ensure_admin_token(self.hub_token_file)
+        """Bearer token of `cnet-admin` (system:masters) on the hub."""
+        self.cnet_config = self.workdir / "cnet-config"
+        """A cnet config whose current context is this system's hub as admin (`cnet --config`)."""
+        self.write_cnet_context(self.cnet_config, "clusternet-nats")
         self.services: dict[str, ServiceProcess] = {}
         common = ["--nats-url", self.nats.url, "--log-level", log_level]
         for name in HUB_SIDE_SERVICES:
-            extra = ["--listen", f"127.0.0.1:{self.hub_port}"] if name == "hub" else []
+            extra = (
+                [
+                    "--listen",
+                    f"127.0.0.1:{self.hub_port}",
+                    "--cert-dir",
+                    str(self.hub_cert_dir),
+                    "--token-auth-file",
+                    str(self.hub_token_file),
+                ]
+                if name == "hub"
+                else []
+            )
             self._add(name, f"clusternet_nats.{name}", [*common, *extra])
         if sim_clusters:
             # The agent reads its NATS URL and log level from the environment, the hub side from
@@ -142,7 +188,29 @@ class System:
 
     @property
     def hub_url(self) -> str:
-        return f"http://127.0.0.1:{self.hub_port}"
+        return f"https://127.0.0.1:{self.hub_port}"
+
+    @property
+    def hub_ca(self) -> Path:
+        """The CA that signed the hub's serving certificate (exists once the hub has started)."""
+        return self.hub_cert_dir / "ca.crt"
+
+    def write_cnet_context(self, path: Path, name: str) -> None:
+        """Merges a context `name` (this hub, its CA, the admin token) into the cnet config at `path`."""
+        cluster = cnet_config.Cluster(server=self.hub_url, certificate_authority=str(self.hub_ca))
+        cnet_config.write_context(path, name, cluster, cnet_config.User(token=self.admin_token))
+
+    def hub_ssl_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.hub_ca))
+
+    def hub_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.admin_token}"}
+
+    def hub_get(self, path: str, timeout: float = 30.0) -> Any:
+        """GET `path` on the hub as admin and decode the JSON (blocking: benchmarks, the demo)."""
+        request = urllib.request.Request(self.hub_url + path, headers=self.hub_headers())
+        with urllib.request.urlopen(request, timeout=timeout, context=self.hub_ssl_context()) as resp:
+            return json.load(resp)
 
     @property
     def nats_url(self) -> str:

@@ -3,6 +3,7 @@
 from typing import Annotated
 
 import typer
+from clusternet_nats.hub.auth.options import SecurityOptions, with_security_options
 from clusternet_nats.hub.registration.service import RegistrationOptions, build_registration
 from clusternet_nats.hub.service import DEFAULT_LISTEN, build, parse_listen
 from clusternet_nats.runtime.options import with_common_options
@@ -21,8 +22,10 @@ def _listen(value: str) -> str:
 
 @app.command()
 @with_common_options
+@with_security_options
 def hub(
     common: CommonOptions,
+    security: SecurityOptions,
     listen: Annotated[
         str,
         typer.Option("--listen", envvar="CNET_HUB_LISTEN", callback=_listen, help="HOST:PORT of the HTTP API."),
@@ -50,7 +53,7 @@ def hub(
         ),
     ] = False,
 ) -> None:
-    """Serves Clusternet's API over HTTP, keeping every object in NATS."""
+    """Serves Clusternet's API over HTTPS to authenticated users, keeping every object in NATS."""
     if issuer_seed and not callout_url:
         raise typer.BadParameter("--issuer-seed needs --callout-url")
     registration = (
@@ -66,7 +69,7 @@ def hub(
     )
 
     async def build_with_listen(ctx: ServiceContext) -> None:
-        await build(ctx, listen)
+        await build(ctx, listen, security)
         if registration is not None:
             await build_registration(ctx, registration)
 

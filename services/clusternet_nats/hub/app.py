@@ -1,7 +1,8 @@
 """The hub's aiohttp application: API routes, health and metrics on one port.
 
 One middleware owns failure handling and request metrics, so handlers only raise ApiError and
-every error, including a crash or an unknown path, reaches the client as a Kubernetes Status.
+every error, including a crash, an unknown path or a refusal, reaches the client as a Kubernetes
+Status; the gate's middleware inside it authenticates and authorizes every request.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import nats.errors
 import structlog
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
+from clusternet_nats.hub.auth.gate import GATE, Gate
 from clusternet_nats.hub.errors import ApiError
 from clusternet_nats.hub.events import Events
 from clusternet_nats.hub.registration.http import ApprovalRoutes, TokenRoutes
@@ -45,12 +47,15 @@ def _errors_and_metrics(metrics: Metrics) -> Middleware:
     return middleware
 
 
-def make_app(nc: NATS, metrics: Metrics, ready: Callable[[], bool]) -> web.Application:
+def make_app(nc: NATS, metrics: Metrics, ready: Callable[[], bool], gate: Gate) -> web.Application:
+    """Every route sits behind `gate` (authentication, then authorization), inside the error
+    middleware so that refusals too are Status objects and counted."""
     js = nc.jetstream()
     app = web.Application(
-        middlewares=[_errors_and_metrics(metrics)],
+        middlewares=[_errors_and_metrics(metrics), gate.middleware()],
         client_max_size=MAX_VALUE_BYTES,
     )
+    app[GATE] = gate
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok")

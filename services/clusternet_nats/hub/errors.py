@@ -30,7 +30,7 @@ class ApiError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
-        if self.details:
+        if self.details is not None:
             body["details"] = self.details
         return body
 
@@ -56,9 +56,7 @@ def not_found(info: KindInfo, name: str) -> ApiError:
 
 
 def already_exists(info: KindInfo, name: str) -> ApiError:
-    return ApiError(
-        409, "AlreadyExists", f'{resource(info)} "{name}" already exists', _object_details(info, name)
-    )
+    return ApiError(409, "AlreadyExists", f'{resource(info)} "{name}" already exists', _object_details(info, name))
 
 
 def conflict(info: KindInfo, name: str) -> ApiError:

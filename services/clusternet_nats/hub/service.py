@@ -1,4 +1,4 @@
-"""The hub as a service: an HTTP server riding the common service lifecycle.
+"""The hub as a service: an HTTPS server riding the common service lifecycle.
 
 It listens as soon as it is built, before the service reports ready, so whoever waits on
 `/readyz` (the system harness, a Kubernetes probe) never races the listener. Its cleanup is a
@@ -13,6 +13,7 @@ import asyncio
 import structlog
 from aiohttp import web
 from clusternet_nats.hub.app import make_app
+from clusternet_nats.hub.auth.options import Security, SecurityOptions
 from clusternet_nats.hub.clusterhealth import ClusterHealth
 from clusternet_nats.runtime.service import ServiceContext
 
@@ -30,21 +31,25 @@ def parse_listen(listen: str) -> tuple[str, int]:
 
 
 class HubServer:
-    def __init__(self, ctx: ServiceContext, listen: str) -> None:
+    def __init__(self, ctx: ServiceContext, listen: str, security: SecurityOptions) -> None:
         self.ctx = ctx
         self.host, self.port = parse_listen(listen)
+        self.security_options = security
+        self.security: Security | None = None
+        """Loaded at start: the TLS context, the gate and the generated CA (if any)."""
         self.url: str | None = None
         """The base URL once listening (the real port when asked for port 0)."""
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
-        app = make_app(self.ctx.nc, self.ctx.metrics, self.ctx.is_ready)
+        self.security = security = await Security.load(self.security_options, self.host)
+        app = make_app(self.ctx.nc, self.ctx.metrics, self.ctx.is_ready, security.gate)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        await web.TCPSite(self._runner, self.host, self.port).start()
+        await web.TCPSite(self._runner, self.host, self.port, ssl_context=security.ssl_context).start()
         host, port = self._runner.addresses[0][:2]
-        self.url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-        log.info("hub.listening", url=self.url)
+        self.url = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
+        log.info("hub.listening", url=self.url, ca=str(security.ca_file) if security.ca_file else None)
 
     async def serve_until_cancelled(self) -> None:
         try:
@@ -53,10 +58,16 @@ class HubServer:
             self.url = None
             if self._runner is not None:
                 await self._runner.cleanup()
+            if self.security is not None:
+                await self.security.close()
 
 
-async def build(ctx: ServiceContext, listen: str = DEFAULT_LISTEN) -> HubServer:
-    server = HubServer(ctx, listen)
+async def build(
+    ctx: ServiceContext, listen: str = DEFAULT_LISTEN, security: SecurityOptions | None = None
+) -> HubServer:
+    """`security`: TLS and access settings; the defaults generate a CA in the default cert dir and
+    let only `system:masters` in (with no authenticator configured, nobody)."""
+    server = HubServer(ctx, listen, security or SecurityOptions())
     ClusterHealth(ctx)
     await server.start()
     ctx.run_forever(server.serve_until_cancelled)
