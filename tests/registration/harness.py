@@ -16,7 +16,13 @@ import nats
 import pytest
 from clusternet_nats.agent.registration import RegistrationDenied, request_registration
 from clusternet_nats.api.clusters import ClusterRegistrationRequestSpec
-from clusternet_nats.api.registration import DENIED, RegistrationReply, inbox_prefix, new_secret
+from clusternet_nats.api.registration import (
+    DENIED,
+    RegistrationReply,
+    inbox_prefix,
+    new_secret,
+    registering_inbox_prefix,
+)
 from clusternet_nats.hub.registration.testing import Hub, secured_hub
 from clusternet_nats.testing.natsserver import free_port
 from clusternet_nats.testing.system import ServiceProcess
@@ -31,15 +37,16 @@ class Client:
     errors: list[str] = field(default_factory=list)
     nc: NATS | None = None
 
-    async def connect(self, url: str, user: str, password: str | None) -> NATS:
-        """Connects as `user` (its inbox prefix); without a password, to a leaf that needs none."""
+    async def connect(self, url: str, user: str, password: str | None, inbox: str | None = None) -> NATS:
+        """Connects as `user` (with its inbox prefix, or `inbox`); without a password, to a leaf
+        that needs none."""
 
         async def on_error(err: Exception) -> None:
             self.errors.append(str(err))
 
         self.nc = await nats.connect(
             url.replace("nats://", f"nats://{user}:{password}@") if password else url,
-            inbox_prefix=inbox_prefix(user),
+            inbox_prefix=inbox or inbox_prefix(user),
             error_cb=on_error,
             allow_reconnect=False,
             connect_timeout=2,
@@ -50,7 +57,7 @@ class Client:
 async def register(url: str, cluster_id: str, token: str, secret: str | None = None) -> tuple[RegistrationReply, str]:
     """Files a ClusterRegistrationRequest as an agent holding `token` does; denials are replies too."""
     secret = secret or new_secret()
-    nc = await Client().connect(url, cluster_id, token)
+    nc = await Client().connect(url, cluster_id, token, registering_inbox_prefix(cluster_id))
     try:
         spec = ClusterRegistrationRequestSpec(cluster_id=cluster_id, cluster_name="c")
         return await request_registration(nc, spec, secret, timeout=10), secret

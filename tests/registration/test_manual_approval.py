@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from clusternet_nats.agent.registration import RegistrationDenied, request_registration
 from clusternet_nats.api.clusters import ClusterRegistrationRequestSpec, ManagedCluster
-from clusternet_nats.api.registration import APPROVED, new_secret
+from clusternet_nats.api.registration import APPROVED, new_secret, registering_inbox_prefix
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.cli.main import app
 from clusternet_nats.hub.testing import ServedHub, running_hub
@@ -32,7 +32,9 @@ async def cnet(served: ServedHub, *args: str) -> Result:
 
 
 async def ask(hub: Hub, cluster_id: str) -> asyncio.Task[object]:
-    nc = await Client().connect(hub.secure.server.url, cluster_id, await hub.token())
+    nc = await Client().connect(
+        hub.secure.server.url, cluster_id, await hub.token(), registering_inbox_prefix(cluster_id)
+    )
     spec = ClusterRegistrationRequestSpec(cluster_id=cluster_id, cluster_name="manual")
     return asyncio.create_task(request_registration(nc, spec, new_secret(), pending_poll=0.1))
 
@@ -67,6 +69,7 @@ async def test_denied_with_reason(manual_hub: tuple[Hub, ServedHub]) -> None:
     cluster_id = new_cluster_id()
     waiting = await ask(hub, cluster_id)
     name = f"clusternet-{cluster_id}"
+
     async def listed() -> bool:
         return (await cnet(url, "get", "clsrr", name)).exit_code == 0
 

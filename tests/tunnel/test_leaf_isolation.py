@@ -17,6 +17,7 @@ from clusternet_nats.agent.leaf import LeafNode, LeafRemote
 from clusternet_nats.api.registration import APPROVED
 from clusternet_nats.runtime.tunnel import request_cluster
 from clusternet_nats.store import JsonBucket
+from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -41,6 +42,13 @@ async def child(hub: Hub, directory: Path, name: str) -> Child:
     return Child(reply.dedicated_namespace, leaf, nc)
 
 
+def confined(child: Child, bucket: str, timeout: float = 5) -> JsonBucket:
+    """A bucket as a cluster reads it: direct gets only (writes would go to the hub's intake)."""
+    return JsonBucket(
+        child.nc.jetstream(domain="hub", timeout=timeout), bucket, IntakeClient(child.nc, child.namespace)
+    )
+
+
 @pytest.fixture
 async def children(hub: Hub, tmp_path: Path) -> AsyncIterator[tuple[Child, Child]]:
     a, b = await child(hub, tmp_path, "a"), await child(hub, tmp_path, "b")
@@ -60,7 +68,7 @@ async def test_leaf_carries_only_its_clusters_subjects(hub: Hub, children: tuple
 
     async def reads_own() -> bool:
         try:
-            found = await JsonBucket(a.nc.jetstream(domain="hub", timeout=2), "descriptions").get(f"{a.namespace}.app")
+            found = await confined(a, "descriptions", timeout=2).get(f"{a.namespace}.app")
         except Exception:
             return False  # the leaf link is still coming up
         return found is not None
@@ -68,7 +76,7 @@ async def test_leaf_carries_only_its_clusters_subjects(hub: Hub, children: tuple
     await eventually(reads_own, timeout=20, what="A reads its own Description through its leaf")
     # Across a leaf the hub never forwards interest in B's keys: no responders, or silence.
     with pytest.raises((TimeoutError, nats.errors.NoRespondersError)):
-        await asyncio.wait_for(JsonBucket(a.nc.jetstream(domain="hub"), "descriptions").get(f"{b.namespace}.app"), 2)
+        await asyncio.wait_for(confined(a, "descriptions").get(f"{b.namespace}.app"), 2)
 
     subject = f"clusternet.proxy.{b.namespace}.get"
 

@@ -13,7 +13,7 @@ import nats
 from clusternet_nats.agent.leaf import LeafNode, LeafRemote
 from clusternet_nats.agent.registration import request_registration
 from clusternet_nats.api.clusters import ClusterRegistrationRequestSpec, ManagedCluster
-from clusternet_nats.api.registration import new_secret
+from clusternet_nats.api.registration import agent_consumer_name, new_secret, registering_inbox_prefix
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.runtime.tunnel import request_cluster
 from clusternet_nats.store import Informer, JsonBucket, ObjectStore
@@ -29,7 +29,7 @@ async def test_child_behind_outbound_leaf_registers_receives_and_answers(hub: Hu
     ca = hub.secure.pki.ca_cert
     await leaf.start(LeafRemote(hub.secure.leaf_url, cluster_id, await hub.token(), ca))
     try:
-        nc = await Client().connect(leaf.url, cluster_id, None)
+        nc = await Client().connect(leaf.url, cluster_id, None, registering_inbox_prefix(cluster_id))
         spec = ClusterRegistrationRequestSpec(cluster_id=cluster_id, cluster_name="child")
         reply = await request_registration(nc, spec, secret, timeout=20)
         await nc.close()
@@ -48,7 +48,12 @@ async def test_child_behind_outbound_leaf_registers_receives_and_answers(hub: Hu
         descriptions = JsonBucket(hub.nc.jetstream(), "descriptions")
         await descriptions.create(f"{namespace}.first", json.dumps({"n": 1}).encode())
         informer: Informer[bytes] = Informer(
-            nc, nc.jetstream(domain="hub"), "descriptions", lambda _k, data, _r: data, f"{namespace}.>"
+            nc,
+            nc.jetstream(domain="hub"),
+            "descriptions",
+            lambda _k, data, _r: data,
+            f"{namespace}.>",
+            consumer=agent_consumer_name(namespace),
         )
         await eventually(lambda: _started(informer), timeout=20, what="informer over the leaf")
         try:

@@ -26,6 +26,7 @@ EXTRA_MODULES: list[str] = [
     "clusternet_nats.api.inventory",
     "clusternet_nats.api.push",
     "clusternet_nats.api.registration",
+    "clusternet_nats.api.intake",
 ]
 """Modules (dotted names) imported before generating, so their register_message calls run."""
 

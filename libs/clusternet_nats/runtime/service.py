@@ -22,8 +22,9 @@ from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.runtime.logging import configure_logging
 from clusternet_nats.runtime.metrics import Metrics
-from clusternet_nats.store import EventRecorder, Informer, ObjectStore, WorkQueue, ensure_buckets
+from clusternet_nats.store import EventRecorder, Informer, ObjectStore, StatusStore, WorkQueue, ensure_buckets
 from clusternet_nats.store.buckets import StoreLayout
+from clusternet_nats.store.intake import IntakeClient
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from pydantic import BaseModel
@@ -53,13 +54,17 @@ class CommonOptions:
 class ServiceContext:
     """What a service builds its reconcilers from; owns their informers and queues."""
 
-    def __init__(self, name: str, options: CommonOptions, conn: Connection, nc: NATS) -> None:
+    def __init__(
+        self, name: str, options: CommonOptions, conn: Connection, nc: NATS, intake: IntakeClient | None = None
+    ) -> None:
         self.name = name
         self.options = options
         self.conn = conn
         self.nc = nc
         self.js: JetStreamContext = nc.jetstream(domain=options.jetstream_domain)
-        self.recorder = EventRecorder(self.js, name)
+        self.intake = intake
+        """A registered cluster's: its writes and Events go to the hub's intake (store/intake.py)."""
+        self.recorder = EventRecorder(self.js, name, intake)
         self.metrics = Metrics(name)
         self.informers: list[Informer[object]] = []
         self.queues: list[WorkQueue] = []
@@ -68,19 +73,33 @@ class ServiceContext:
         self._readiness_checks: list[Callable[[], bool]] = []
         self.ready = False
 
+    def status_store(self, bucket: str, model: type[M]) -> StatusStore[M]:
+        """Records of a status bucket, written the way this context may write (see `intake`)."""
+        return StatusStore(self.js, bucket, model, self.intake)
+
+    def object_store(self, model: type[K]) -> ObjectStore[K]:
+        return ObjectStore(self.js, KindInfo.of(model), self.intake)
+
     def informer(
-        self, bucket: str, decode: Callable[[str, bytes, int], T], key_filter: str = ">"
+        self,
+        bucket: str,
+        decode: Callable[[str, bytes, int], T],
+        key_filter: str = ">",
+        consumer: str | None = None,
     ) -> Informer[T]:
-        informer: Informer[T] = Informer(self.nc, self.js, bucket, decode, key_filter)
+        """`consumer`: the fixed name a cluster's grant allows (api/registration.py), or a fresh one."""
+        informer: Informer[T] = Informer(self.nc, self.js, bucket, decode, key_filter, consumer=consumer)
         self.informers.append(informer)  # type: ignore[arg-type]
         self.conn.on_reconnect(informer.resync)
         self.metrics.gauge_fn(f"informer_objects{{bucket=\"{bucket}\"}}", lambda: len(informer.keys()))
         return informer
 
-    def objects(self, model: type[K], key_filter: str = ">") -> Informer[K]:
+    def objects(self, model: type[K], key_filter: str = ">", consumer: str | None = None) -> Informer[K]:
         """An informer of one kind's objects (with resourceVersion set from the KV revision)."""
         store: ObjectStore[K] = ObjectStore(self.js, KindInfo.of(model))
-        return self.informer(store.info.bucket, lambda _key, data, revision: store.decode(data, revision), key_filter)
+        return self.informer(
+            store.info.bucket, lambda _key, data, revision: store.decode(data, revision), key_filter, consumer
+        )
 
     def records(self, bucket: str, model: type[M], key_filter: str = ">") -> Informer[M]:
         """An informer of a status bucket or another bucket of plain records (e.g. bindings)."""

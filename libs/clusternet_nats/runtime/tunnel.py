@@ -33,3 +33,9 @@ async def request_cluster(nc: NATS, namespace: str, subject: str, payload: bytes
     finally:
         if not nc.is_closed:
             await sub.unsubscribe()
+
+
+def from_hub(msg: Msg, namespace: str) -> bool:
+    """Whether a request on a cluster's subjects was asked by `request_cluster`: its reply is under
+    the cluster's reply prefix, which only hub-side identities may set as a reply and subscribe."""
+    return bool(msg.reply) and msg.reply.startswith(reply_prefix(namespace) + ".")

@@ -64,7 +64,7 @@ async def ensure_buckets(js: JetStreamContext, layout: StoreLayout | None = None
             except BadRequestError:
                 # Another service created it between our check and our create.
                 await js.key_value(name)
-        await _tune_stream(js, f"KV_{name}", direct=True)
+        await tune_stream(js, f"KV_{name}", direct=True)
     config = StreamConfig(
         name=EVENTS_STREAM,
         subjects=[f"{EVENTS_SUBJECT_PREFIX}.>"],
@@ -82,13 +82,17 @@ async def ensure_buckets(js: JetStreamContext, layout: StoreLayout | None = None
             await js.add_stream(config)
         except BadRequestError:
             await js.stream_info(EVENTS_STREAM)
-    await _tune_stream(js, EVENTS_STREAM)
+    await tune_stream(js, EVENTS_STREAM)
 
 
-async def _tune_stream(js: JetStreamContext, stream: str, direct: bool = False) -> None:
-    """Room for one consumer per cluster and, for buckets, direct gets; also on streams made before."""
+async def tune_stream(js: JetStreamContext, stream: str, direct: bool = False) -> None:
+    """Room for one consumer per cluster, direct gets for buckets, and no rollups; also on
+    streams made before. nats-py makes KV streams that honour `Nats-Rollup`, with which one
+    publish purges every key; nothing here uses it (deletes are markers), so none may."""
     info = await js.stream_info(stream)
-    if info.config.max_consumers != MAX_CONSUMERS or (direct and not info.config.allow_direct):
-        info.config.max_consumers = MAX_CONSUMERS
-        info.config.allow_direct = info.config.allow_direct or direct
-        await js.update_stream(info.config)
+    config = info.config
+    if config.max_consumers != MAX_CONSUMERS or (direct and not config.allow_direct) or config.allow_rollup_hdrs:
+        config.max_consumers = MAX_CONSUMERS
+        config.allow_direct = config.allow_direct or direct
+        config.allow_rollup_hdrs = False
+        await js.update_stream(config)

@@ -24,3 +24,11 @@ class AlreadyExistsError(ConflictError):
     def __init__(self, bucket: str, key: str) -> None:
         StoreError.__init__(self, f"{bucket} {key!r} already exists")
         self.bucket, self.key = bucket, key
+
+
+class IntakeRefusedError(StoreError):
+    """The hub's intake refused a cluster's write (api/intake.py); `code` says why, as HTTP does."""
+
+    def __init__(self, bucket: str, key: str, code: int, reason: str) -> None:
+        super().__init__(f"the hub refused writing {bucket} {key!r} ({code}): {reason}")
+        self.bucket, self.key, self.code = bucket, key, code

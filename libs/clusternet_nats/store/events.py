@@ -11,6 +11,7 @@ import structlog
 from clusternet_nats.api.events import Event, ObjectReference
 from clusternet_nats.api.meta import KubeObject
 from clusternet_nats.store.buckets import EVENTS_STREAM, EVENTS_SUBJECT_PREFIX
+from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.store.keys import object_key
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -23,9 +24,12 @@ def event_subject(kind: str, namespace: str | None, name: str) -> str:
 
 
 class EventRecorder:
-    def __init__(self, js: JetStreamContext, component: str) -> None:
+    """Publishes Events; a registered cluster's go through the hub's intake (store/intake.py)."""
+
+    def __init__(self, js: JetStreamContext, component: str, intake: IntakeClient | None = None) -> None:
         self.js = js
         self.component = component
+        self.intake = intake
 
     async def record(self, obj: KubeObject, type_: str, reason: str, message: str) -> None:
         involved = ObjectReference(
@@ -37,6 +41,9 @@ class EventRecorder:
         )
         event = Event.about(involved, type_, reason, message, self.component)
         try:
+            if self.intake is not None:
+                await self.intake.event(event.to_json())
+                return
             await self.js.publish(
                 event_subject(obj.kind, obj.metadata.namespace, obj.name),
                 event.to_json(),

@@ -15,6 +15,12 @@ An idle informer costs the server one pull request per `idle_poll` seconds (30 s
 and an idle heartbeat every third of that, not a poll a second: with thousands of agents each
 following its own Descriptions, idle load must stay small.
 
+A cluster's informer is confined: it may create, read and delete one consumer whose name its
+grant fixes (`consumer`), and may not read stream info; it notices a reset stream by a direct
+get of the last message under its filter instead. Whatever its consumer delivers is checked
+again against the filter (store/pull.py checks stream and consumer), so a key outside it is
+never applied, whatever the permissions.
+
 Handlers are plain callables that should only enqueue keys (see WorkQueue): reconcilers read
 the latest state from the cache when they run, so missed, merged or reordered notifications
 change nothing.
@@ -29,11 +35,13 @@ from typing import Generic, TypeVar
 
 import structlog
 from clusternet_nats.store.domain import api_prefix
+from clusternet_nats.store.keys import subject_matches
 from clusternet_nats.store.pull import PullReader
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.api import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy
+from nats.js.errors import APIError, NotFoundError
 
 T = TypeVar("T")
 Handler = Callable[[str, "T | None"], None]
@@ -56,8 +64,11 @@ class Informer(Generic[T]):
         decode: Callable[[str, bytes, int], T],
         key_filter: str = ">",
         idle_poll: float = DEFAULT_IDLE_POLL,
+        consumer: str | None = None,
     ) -> None:
         self.nc, self.js = nc, js
+        self.consumer = consumer
+        """The fixed consumer name a confined (cluster) informer is granted; None: a fresh one each time."""
         self.idle_poll = idle_poll
         self.bucket = bucket
         self.stream = f"KV_{bucket}"
@@ -148,9 +159,9 @@ class Informer(Generic[T]):
             config.opt_start_seq = self._last_seq + 1
         else:
             config.deliver_policy = DeliverPolicy.LAST_PER_SUBJECT
-        config.name = self.nc.new_inbox().rsplit(".", 1)[-1]
+        config.name = self.consumer or self.nc.new_inbox().rsplit(".", 1)[-1]
         config.filter_subject = self.subject_prefix + self.key_filter
-        info = await self.js.add_consumer(self.stream, config)
+        info = await self._create(config)
         reader = PullReader(self.nc, self.stream, config.name, _FETCH_BATCH, self.idle_poll, api_prefix(self.js))
         await reader.start()
         seen: set[str] | None = set() if relist or not self.synced else None
@@ -185,11 +196,30 @@ class Informer(Generic[T]):
             return None
         return pull.result()
 
+    async def _create(self, config: ConsumerConfig) -> ConsumerInfo:
+        try:
+            return await self.js.add_consumer(self.stream, config)
+        except APIError:
+            if self.consumer is None:
+                raise
+        # Our named consumer outlived its reader (a lost connection) with another start: replace it.
+        with contextlib.suppress(NotFoundError):
+            await self.js.delete_consumer(self.stream, self.consumer)
+        return await self.js.add_consumer(self.stream, config)
+
     async def _stream_was_reset(self) -> bool:
         if not self._last_seq:
             return False
-        info = await self.js.stream_info(self.stream)
-        return int(info.state.last_seq) < self._last_seq
+        if self.consumer is None:
+            info = await self.js.stream_info(self.stream)
+            return int(info.state.last_seq) < self._last_seq
+        # Confined: the last message under our filter is at least the last we applied, unless the
+        # stream was reset or purged (history keeps every key's latest message, tombstones too).
+        try:
+            last = await self.js.get_last_msg(self.stream, self.subject_prefix + self.key_filter, direct=True)
+        except NotFoundError:
+            return True
+        return int(last.seq or 0) < self._last_seq
 
     def _mark_synced(self, seen: set[str] | None) -> None:
         if seen is not None and self.synced:
@@ -202,6 +232,9 @@ class Informer(Generic[T]):
     def _apply(self, msg: Msg, seen: set[str] | None) -> None:
         seq = msg.metadata.sequence.stream
         self._last_seq = max(self._last_seq, seq)
+        if not subject_matches(self.subject_prefix + self.key_filter, msg.subject):
+            self._log.warning("informer.foreign_key", subject=msg.subject)
+            return
         key = msg.subject[len(self.subject_prefix) :]
         headers = msg.headers or {}
         deleted = headers.get("KV-Operation") in _DELETE_OPS or "Nats-Marker-Reason" in headers

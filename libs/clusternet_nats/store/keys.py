@@ -39,3 +39,14 @@ def split_key(key: str, namespaced: bool) -> tuple[str, str]:
 def namespace_filter(namespace: str | None) -> str:
     """The key filter that selects one namespace's objects (or all, for None)."""
     return f"{namespace}.>" if namespace else ">"
+
+
+def subject_matches(pattern: str, subject: str) -> bool:
+    """NATS subject matching: `*` is one token, a final `>` one or more."""
+    want, have = pattern.split("."), subject.split(".")
+    for i, token in enumerate(want):
+        if token == ">":
+            return len(have) > i
+        if i >= len(have) or (token != "*" and token != have[i]):
+            return False
+    return len(want) == len(have)

@@ -19,6 +19,7 @@ from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.store.domain import DEFAULT_API, api_prefix
 from clusternet_nats.store.errors import AlreadyExistsError, ConflictError
 from clusternet_nats.store.errors import NotFoundError as ObjectNotFoundError
+from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.store.keys import object_key
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, Header
@@ -41,11 +42,17 @@ class Versioned(Generic[T]):
 
 
 class JsonBucket:
-    """Raw bytes by key, with CAS; the one place that speaks the KV wire protocol."""
+    """Raw bytes by key, with CAS; the one place that speaks the KV wire protocol.
 
-    def __init__(self, js: JetStreamContext, name: str) -> None:
+    With an `intake` (a registered cluster's connection) writes are requests to the hub
+    (store/intake.py) and reads are direct gets of the bucket's stream, opened without the
+    STREAM.INFO a cluster is not granted (every bucket is made with direct gets allowed).
+    """
+
+    def __init__(self, js: JetStreamContext, name: str, intake: IntakeClient | None = None) -> None:
         self.js = js
         self.name = name
+        self.intake = intake
         self._kv: KeyValue | None = None
 
     @property
@@ -61,7 +68,10 @@ class JsonBucket:
 
     async def _bucket(self) -> KeyValue:
         if self._kv is None:
-            self._kv = await self.js.key_value(self.name)
+            if self.intake is not None:
+                self._kv = KeyValue(name=self.name, stream=f"KV_{self.name}", pre=self.prefix, js=self.js, direct=True)
+            else:
+                self._kv = await self.js.key_value(self.name)
         return self._kv
 
     async def get(self, key: str) -> tuple[bytes, int] | None:
@@ -74,6 +84,8 @@ class JsonBucket:
 
     async def write(self, key: str, data: bytes, revision: int) -> int:
         """Writes iff the key's latest revision is `revision` (0: the key must not exist)."""
+        if self.intake is not None:
+            return await self.intake.put(self.name, key, data, revision)
         headers = {Header.EXPECTED_LAST_SUBJECT_SEQUENCE: str(revision), "Content-Type": JSON_CONTENT_TYPE}
         try:
             ack = await self.js.publish(self.write_prefix + key, data, headers=headers)
@@ -84,6 +96,8 @@ class JsonBucket:
         return int(ack.seq)
 
     async def create(self, key: str, data: bytes) -> int:
+        if self.intake is not None:  # the hub creates over a tombstone itself
+            return await self.intake.put(self.name, key, data, 0)
         try:
             return await self.write(key, data, 0)
         except ConflictError:
@@ -101,6 +115,9 @@ class JsonBucket:
             raise AlreadyExistsError(self.name, key) from None
 
     async def delete(self, key: str, revision: int | None = None) -> None:
+        if self.intake is not None:
+            await self.intake.delete(self.name, key, revision)
+            return
         headers = {KV_OP: KV_DEL}
         if revision:
             headers[Header.EXPECTED_LAST_SUBJECT_SEQUENCE] = str(revision)
@@ -147,8 +164,8 @@ class JsonBucket:
 class StatusStore(Generic[T]):
     """Status (or any controller-owned record) by key, kept apart from spec."""
 
-    def __init__(self, js: JetStreamContext, bucket: str, model: type[T]) -> None:
-        self.bucket = JsonBucket(js, bucket)
+    def __init__(self, js: JetStreamContext, bucket: str, model: type[T], intake: IntakeClient | None = None) -> None:
+        self.bucket = JsonBucket(js, bucket, intake)
         self.model = model
 
     def decode(self, data: bytes) -> T:
@@ -186,10 +203,10 @@ class ObjectStore(Generic[K]):
     the bridge and controllers that create objects all agree on them.
     """
 
-    def __init__(self, js: JetStreamContext, info: KindInfo) -> None:
+    def __init__(self, js: JetStreamContext, info: KindInfo, intake: IntakeClient | None = None) -> None:
         self.info = info
         self.model: type[K] = info.model  # type: ignore[assignment]
-        self.bucket = JsonBucket(js, info.bucket)
+        self.bucket = JsonBucket(js, info.bucket, intake)
 
     def key(self, namespace: str | None, name: str) -> str:
         return object_key(namespace if self.info.namespaced else None, name)

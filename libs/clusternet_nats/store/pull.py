@@ -10,6 +10,11 @@ consumer. So does a gap in consumer sequences, seen in a message or in a heartbe
 `Nats-Last-Consumer`: with no acks, whatever the server delivered while our inbox had no route
 (a child's leaf link cut while its own connection to the leaf stayed up, so no reconnect tells
 anyone) is gone, and only a new consumer from the last applied sequence gets it back.
+
+NATS does not check reply subjects: anyone may pull from a consumer of their own with our inbox
+as the reply, and the server delivers their messages to us. A delivery is taken only when its
+ack subject, which the server writes, names our stream and our consumer; anything else is
+dropped and counted (`foreign`).
 """
 
 from __future__ import annotations
@@ -18,15 +23,19 @@ import asyncio
 import contextlib
 import json
 
+import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
+from nats.errors import NotJSMessageError
 
 _STATUS = "Status"
 _DESCRIPTION = "Description"
 _HEARTBEAT = "100"
 _REQUEST_DONE = ("404", "408")
 _LAST_CONSUMER = "Nats-Last-Consumer"
+
+log = structlog.get_logger(__name__)
 
 
 class ConsumerGoneError(Exception):
@@ -44,6 +53,9 @@ class PullReader:
         api_prefix: str = "$JS.API",
     ) -> None:
         self.nc = nc
+        self.stream, self.consumer = stream, consumer
+        self.foreign = 0
+        """Deliveries dropped because they came from another stream or consumer."""
         self.batch = batch
         self.expires = expires
         self.heartbeat = max(0.5, min(15.0, expires / 3))
@@ -92,6 +104,8 @@ class PullReader:
     def _accept(self, msg: Msg) -> list[Msg]:
         status = (msg.headers or {}).get(_STATUS)
         if not status:
+            if not self._ours(msg):
+                return []
             self._outstanding -= 1
             self._follows(msg.metadata.sequence.consumer - 1)
             self._delivered = msg.metadata.sequence.consumer
@@ -104,6 +118,17 @@ class PullReader:
             return []
         description = (msg.headers or {}).get(_DESCRIPTION, "")
         raise ConsumerGoneError(f"{status} {description}".strip())
+
+    def _ours(self, msg: Msg) -> bool:
+        try:
+            meta = msg.metadata
+        except NotJSMessageError:
+            meta = None
+        if meta is not None and meta.stream == self.stream and meta.consumer == self.consumer:
+            return True
+        self.foreign += 1
+        log.warning("pull.foreign_delivery", stream=self.stream, consumer=self.consumer, reply=msg.reply)
+        return False
 
     def _follows(self, previous: int) -> None:
         """Raises unless `previous`, the consumer sequence delivered before, is the last we got."""

@@ -25,6 +25,7 @@ from clusternet_nats.api.push import deployable_by_agent
 from clusternet_nats.api.registration import inbox_prefix
 from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.runtime.service import CommonOptions, ServiceContext
+from clusternet_nats.store.intake import IntakeClient
 
 COMPONENT = "clusternet-agent"
 
@@ -69,7 +70,10 @@ class ClusterAgent:
         with structlog.contextvars.bound_contextvars(cluster=self.identity.name):
             await self.backend.start()
             self._conn = await self._connection(options)
-            self.ctx = ServiceContext(COMPONENT, options, self._conn, await self._conn.connect())
+            nc = await self._conn.connect()
+            # Registered: NATS lets this cluster publish into no stream; the hub's intake writes for it.
+            intake = IntakeClient(nc, self.identity.namespace) if self.enrollment is not None else None
+            self.ctx = ServiceContext(COMPONENT, options, self._conn, nc, intake)
             settings = self.settings
             if deployable_by_agent(self.identity.sync_mode, settings.app_pusher):
                 DescriptionController(self.ctx, self.identity, self.backend)
@@ -83,7 +87,7 @@ class ClusterAgent:
                 settings.aggregation,
             )
             self.ctx.run_forever(collector.run)
-            self.heartbeat = Heartbeat(self.ctx.js, self.identity, collector, self.report_frequency)
+            self.heartbeat = Heartbeat(self.ctx, self.identity, collector, self.report_frequency)
             self.ctx.run_forever(self.heartbeat.run)
             await self.ctx.start()
             log.info("agent.cluster_started", namespace=self.identity.namespace, sync_mode=self.identity.sync_mode)

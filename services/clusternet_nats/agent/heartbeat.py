@@ -22,8 +22,8 @@ from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterSpec, Man
 from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
 from clusternet_nats.api.meta import Condition, ConditionStatus, set_condition, utcnow
 from clusternet_nats.api.registry import by_kind
+from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import ConflictError, ObjectStore, StatusStore, Versioned
-from nats.js import JetStreamContext
 
 DEFAULT_REPORT_FREQUENCY = 180.0
 _RETRY_SECONDS = 1.0
@@ -53,7 +53,7 @@ def ready_condition(status: ManagedClusterStatus) -> Condition:
 class Heartbeat:
     def __init__(
         self,
-        js: JetStreamContext,
+        ctx: ServiceContext,
         identity: ClusterIdentity,
         collector: StatusCollector,
         frequency: float = DEFAULT_REPORT_FREQUENCY,
@@ -61,9 +61,9 @@ class Heartbeat:
         info = by_kind(ManagedCluster.KIND)
         assert info.status_bucket is not None
         self.identity, self.collector, self.frequency = identity, collector, frequency
-        self.clusters: ObjectStore[ManagedCluster] = ObjectStore(js, info)
-        self.statuses = StatusStore(js, info.status_bucket, ManagedClusterStatus)
-        self.inventories = StatusStore(js, NODE_INVENTORIES_BUCKET, NodeInventory)
+        self.clusters: ObjectStore[ManagedCluster] = ctx.object_store(ManagedCluster)
+        self.statuses: StatusStore[ManagedClusterStatus] = ctx.status_store(info.status_bucket, ManagedClusterStatus)
+        self.inventories: StatusStore[NodeInventory] = ctx.status_store(NODE_INVENTORIES_BUCKET, NodeInventory)
         self.key = self.clusters.key(identity.namespace, identity.name)
         self.registered = False
         """True once the ManagedCluster and a first status are written: the cluster is schedulable."""

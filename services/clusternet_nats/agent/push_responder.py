@@ -5,6 +5,11 @@ The hub decides what to deploy and keeps `descriptions-status`; the agent only a
 replies with the outcome. One subscription serves both verbs and handles requests one at a time
 in arrival order, so two versions of one Description, or a push and a prune, never interleave.
 A request for another cluster's namespace is refused, whatever the subject permissions.
+
+Only the hub may publish on these subjects, but NATS does not check reply subjects: another
+cluster could make the server deliver onto them (its own consumer's deliveries, an API answer).
+Such a message never carries a reply under this cluster's `clusternet.reply.<namespace>.`
+(runtime/tunnel.py, which only hub-side identities may name), so anything else is dropped.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from clusternet_nats.agent.applier import Applier
 from clusternet_nats.agent.identity import ClusterIdentity
 from clusternet_nats.api.push import APPLY, PRUNE, PruneRequest, PushReply, PushRequest, proxy_subject
 from clusternet_nats.runtime.service import ServiceContext
+from clusternet_nats.runtime.tunnel import from_hub
 from clusternet_nats.store import split_key
 from nats.aio.msg import Msg
 from pydantic import ValidationError
@@ -68,6 +74,9 @@ class PushResponder:
         return PushReply()
 
     async def _respond(self, msg: Msg) -> None:
+        if not from_hub(msg, self.identity.namespace):
+            self._log.warning("push.foreign_request", reply=msg.reply)
+            return
         try:
             reply = await self.handle(msg.subject.rsplit(".", 1)[-1], msg.data)
         except Exception as err:

@@ -30,8 +30,8 @@ from clusternet_nats.api.registration import (
     RegistrationReply,
     RegistrationRequest,
     credential_hash,
-    inbox_prefix,
     new_secret,
+    registering_inbox_prefix,
     registration_subject,
 )
 from clusternet_nats.runtime.connection import Connection
@@ -41,6 +41,9 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 CREDENTIALS_FILE = "credentials.json"
+_CLAIMED_TIMEOUT = 10.0
+"""How long an agent asks with its own secret before it falls back to its token."""
+_TOKEN_TIMEOUT = 60.0
 log = structlog.get_logger(__name__)
 
 
@@ -121,21 +124,24 @@ class Enrollment:
         """Registers if this cluster never did, then returns the URL to connect to as the cluster."""
         ident = self.identity
         saved = await asyncio.to_thread(load, self.state_dir)
-        if saved is None or saved.cluster_id != ident.cluster_id:
-            secret = new_secret()
-            conn = Connection(await self._link(self.settings.bootstrap_token, nats_url), "clusternet-agent/register")
-            conn.inbox_prefix = inbox_prefix(ident.cluster_id)
-            try:
-                spec = ClusterRegistrationRequestSpec(
-                    cluster_id=ident.cluster_id,
-                    cluster_name=ident.name,
-                    cluster_type=ident.cluster_type,
-                    sync_mode=ident.sync_mode,
-                    cluster_labels=ident.configured_labels or None,
-                )
-                reply = await request_registration(await conn.connect(), spec, secret)
-            finally:
-                await conn.close()
+        if saved is None or saved.cluster_id != ident.cluster_id or not saved.namespace:
+            # The secret is kept before asking, so an agent restarted while its request is
+            # Pending, or before it kept the approval, asks again as the same claimant: with its
+            # secret (a token may not name a registered id), and with the token if the hub does
+            # not know it.
+            claimed = saved is not None and saved.cluster_id == ident.cluster_id
+            secret = saved.secret if saved is not None and claimed else new_secret()
+            await asyncio.to_thread(save, self.state_dir, SavedCredentials(cluster_id=ident.cluster_id, secret=secret))
+            spec = ClusterRegistrationRequestSpec(
+                cluster_id=ident.cluster_id,
+                cluster_name=ident.name,
+                cluster_type=ident.cluster_type,
+                sync_mode=ident.sync_mode,
+                cluster_labels=ident.configured_labels or None,
+            )
+            attempts = [(secret, _CLAIMED_TIMEOUT)] if claimed else []
+            attempts.append((self.settings.bootstrap_token, _TOKEN_TIMEOUT))
+            reply = await self._ask(spec, secret, nats_url, attempts)
             saved = SavedCredentials(
                 cluster_id=ident.cluster_id,
                 secret=secret,
@@ -145,6 +151,25 @@ class Enrollment:
             await asyncio.to_thread(save, self.state_dir, saved)
             log.info("registration.approved", cluster_id=ident.cluster_id, namespace=saved.namespace)
         return await self._link(saved.secret, nats_url)
+
+    async def _ask(
+        self, spec: ClusterRegistrationRequestSpec, secret: str, nats_url: str, attempts: list[tuple[str, float]]
+    ) -> RegistrationReply:
+        """Files the request authenticated by each password in turn until one is answered."""
+        for i, (password, timeout) in enumerate(attempts):
+            conn = Connection(await self._link(password, nats_url), "clusternet-agent/register")
+            conn.inbox_prefix = registering_inbox_prefix(spec.cluster_id)
+            try:
+                return await request_registration(await conn.connect(timeout), spec, secret, timeout=timeout)
+            except RegistrationDenied:
+                raise
+            except Exception as err:  # refused or unanswered: the hub does not know this secret
+                if i == len(attempts) - 1:
+                    raise
+                log.info("registration.retry_with_token", cluster_id=spec.cluster_id, error=repr(err))
+            finally:
+                await conn.close()
+        raise AssertionError("no registration attempt")
 
     async def _link(self, password: str, nats_url: str) -> str:
         """The URL to connect to with this password: our leaf's (dialling with it), or the hub's."""

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from clusternet_nats.api.meta import Model, utcnow
 from clusternet_nats.api.registration import credential_hash
+from clusternet_nats.store.buckets import tune_stream
 from clusternet_nats.store.kv import StatusStore
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
@@ -65,6 +66,7 @@ async def ensure_registration_buckets(js: JetStreamContext) -> None:
             await js.key_value(name)
         except Exception:
             await js.create_key_value(KeyValueConfig(bucket=name, history=1))
+        await tune_stream(js, f"KV_{name}")
 
 
 def token_store(js: JetStreamContext) -> StatusStore[BootstrapToken]:

@@ -1,0 +1,167 @@
+"""The intake's responder: a queue group, so every hub replica shares the clusters' writes.
+
+Each request is handled in a task of its own, at most `concurrency` at once, and every request
+gets an answer: stored (with its revision) or refused (with a code and a reason that names only
+the asking cluster's own objects). The cluster behind a namespace is looked up in the
+credentials the registrar keeps (an informer, so a lookup costs no round trip); a revoked or
+unapproved cluster is refused, as is a message whose reply subject is not its own inbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import nats.errors
+import structlog
+from clusternet_nats.api.intake import (
+    BUCKET_HEADER,
+    DELETE,
+    EVENT,
+    KEY_HEADER,
+    MAX_EVENT_BYTES,
+    MAX_VALUE_BYTES,
+    PUT,
+    REVISION_HEADER,
+    IntakeReply,
+)
+from clusternet_nats.api.labels import NODE_LABEL_PREFIX
+from clusternet_nats.api.registration import INTAKE_PREFIX, inbox_prefix
+from clusternet_nats.hub.intake.admission import EventRule, Refused, Rule, rules
+from clusternet_nats.hub.intake.ratelimit import RateLimiter
+from clusternet_nats.hub.registration.records import CREDENTIALS_BUCKET, ClusterCredential
+from clusternet_nats.runtime.service import ServiceContext
+from clusternet_nats.store import AlreadyExistsError, ConflictError, Informer, JsonBucket
+from clusternet_nats.store.events import event_subject
+from nats.aio.msg import Msg
+
+QUEUE = "clusternet-intake"
+DEFAULT_RATE, DEFAULT_BURST = 100.0, 1000.0
+"""Writes per second per cluster, and how many may come at once (a cluster's first deploy of
+hundreds of Descriptions); past them the cluster is answered 429 and retries."""
+
+log = structlog.get_logger(__name__)
+
+
+class Intake:
+    def __init__(
+        self,
+        ctx: ServiceContext,
+        rate: float = DEFAULT_RATE,
+        burst: float = DEFAULT_BURST,
+        concurrency: int = 256,
+        label_prefixes: tuple[str, ...] = (NODE_LABEL_PREFIX,),
+    ) -> None:
+        self.ctx = ctx
+        self.rules: dict[str, Rule] = rules(ctx.js, label_prefixes)
+        self.stores = {bucket: JsonBucket(ctx.js, bucket) for bucket in self.rules}
+        self.events = EventRule(JsonBucket(ctx.js, "descriptions"), MAX_EVENT_BYTES)
+        self.limiter = RateLimiter(rate, burst)
+        self.credentials: Informer[ClusterCredential] = ctx.records(CREDENTIALS_BUCKET, ClusterCredential)
+        self._by_namespace: dict[str, ClusterCredential] = {}
+        self.credentials.add_handler(self._index)
+        self._slots = asyncio.Semaphore(concurrency)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.refused = 0
+        ctx.run_forever(self.serve)
+
+    def _index(self, _key: str, credential: ClusterCredential | None) -> None:
+        if credential is None:  # the key is gone: rebuild, a deletion is rare
+            self._by_namespace = {c.namespace: c for c in self.credentials.values()}
+        else:
+            self._by_namespace[credential.namespace] = credential
+
+    async def serve(self) -> None:
+        sub = await self.ctx.nc.subscribe(f"{INTAKE_PREFIX}.*.*", queue=QUEUE)
+        try:
+            async for msg in sub.messages:
+                await self._slots.acquire()
+                task = asyncio.create_task(self._answer(msg))
+                self._tasks.add(task)
+                task.add_done_callback(self._done)
+        finally:
+            await sub.unsubscribe()
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._slots.release()
+
+    async def _answer(self, msg: Msg) -> None:
+        _, _, namespace, verb = msg.subject.split(".", 3)
+        cluster = self._by_namespace.get(namespace)
+        if cluster is None or not msg.reply.startswith(inbox_prefix(cluster.cluster_id) + "."):
+            # Not a request this cluster made (the server delivering someone else's messages
+            # here), or no such cluster: there is no one to answer.
+            log.warning("intake.foreign_message", namespace=namespace, reply=msg.reply)
+            return
+        bound = log.bind(cluster=cluster.name, namespace=namespace, verb=verb)
+        try:
+            reply = await self._handle(cluster, verb, msg)
+        except Refused as err:
+            self.refused += 1
+            bound.info("intake.refused", code=err.code, reason=str(err))
+            reply = IntakeReply(code=err.code, error=str(err))
+        except nats.errors.Error as err:
+            bound.warning("intake.store_unavailable", error=repr(err))
+            reply = IntakeReply(code=503, error="the hub's store is unavailable; retry")
+        except Exception:
+            bound.exception("intake.failed")
+            reply = IntakeReply(code=500, error="the hub failed to store this write; see its log")
+        try:
+            await msg.respond(reply.model_dump_json(exclude_none=True).encode())
+        except nats.errors.Error as err:
+            bound.warning("intake.reply_failed", error=repr(err))
+
+    async def _handle(self, cluster: ClusterCredential, verb: str, msg: Msg) -> IntakeReply:
+        if cluster.revoked or not cluster.approved:
+            raise Refused(403, f"cluster {cluster.name} is not registered")
+        if not self.limiter.allow(cluster.namespace):
+            raise Refused(429, f"cluster {cluster.name} writes faster than {self.limiter.rate:g}/s; slow down")
+        if len(msg.data) > MAX_VALUE_BYTES:
+            raise Refused(413, f"a record may be at most {MAX_VALUE_BYTES} bytes, not {len(msg.data)}")
+        if verb == EVENT:
+            await self._event(cluster, msg.data)
+            return IntakeReply()
+        headers = msg.headers or {}
+        bucket, key = headers.get(BUCKET_HEADER, ""), headers.get(KEY_HEADER, "")
+        rule = self.rules.get(bucket)
+        if rule is None:
+            raise Refused(403, f"a cluster may not write bucket {bucket!r}")
+        if not key.startswith(cluster.namespace + ".") or not _valid_key(key):
+            raise Refused(403, f"key {key!r} is not in cluster {cluster.name}'s namespace")
+        store = self.stores[bucket]
+        revision = _revision(headers.get(REVISION_HEADER))
+        if verb == DELETE:
+            if not rule.deletable:
+                raise Refused(403, f"a cluster may not delete from {bucket}")
+            await store.delete(key, revision)
+            return IntakeReply()
+        if verb != PUT or revision is None:
+            raise Refused(400, f"expected verb {PUT} with {REVISION_HEADER}, or {DELETE} or {EVENT}")
+        data = await rule.admit(cluster, key, msg.data)
+        try:
+            written = await (store.create(key, data) if revision == 0 else store.write(key, data, revision))
+        except AlreadyExistsError:
+            raise Refused(409, f"{bucket} {key} already exists") from None
+        except ConflictError:
+            raise Refused(409, f"{bucket} {key} was modified; read it again") from None
+        return IntakeReply(revision=written)
+
+    async def _event(self, cluster: ClusterCredential, data: bytes) -> None:
+        if len(data) > MAX_EVENT_BYTES:
+            raise Refused(413, f"an Event may be at most {MAX_EVENT_BYTES} bytes")
+        event = await self.events.admit(cluster, data)
+        involved = event.involved_object
+        subject = event_subject(involved.kind, involved.namespace, involved.name or "-")
+        await self.ctx.js.publish(subject, event.to_json(), headers={"Content-Type": "application/json"})
+
+
+def _revision(value: str | None) -> int | None:
+    if value is None:
+        return None
+    if not value.isdigit():
+        raise Refused(400, f"{REVISION_HEADER} must be a number, not {value[:20]!r}")
+    return int(value)
+
+
+def _valid_key(key: str) -> bool:
+    return all(token and token not in ("*", ">") for token in key.split(".")) and len(key) <= 512
