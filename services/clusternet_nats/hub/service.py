@@ -51,6 +51,13 @@ class HubServer:
         self.url = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
         log.info("hub.listening", url=self.url, ca=str(security.ca_file) if security.ca_file else None)
 
+    @property
+    def app(self) -> web.Application:
+        """The application being served (its router lists every route), once started."""
+        if self._runner is None:
+            raise RuntimeError("the hub server has not been started")
+        return self._runner.app
+
     async def serve_until_cancelled(self) -> None:
         try:
             await asyncio.Event().wait()

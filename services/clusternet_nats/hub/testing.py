@@ -113,12 +113,10 @@ async def running_hub(
             policy_file = workdir / "policy.yaml"
             await asyncio.to_thread(policy_file.write_text, yaml.safe_dump(dict(policy)))
             options.setdefault("authorization_policy_file", policy_file)
-        security = SecurityOptions(
-            cert_dir=workdir / "serving",
-            token_auth_file=token_file,
-            client_ca_file=client_ca.files.cert,
-            **options,
-        )
+        options.setdefault("cert_dir", workdir / "serving")
+        options.setdefault("token_auth_file", token_file)
+        options.setdefault("client_ca_file", client_ca.files.cert)
+        security = SecurityOptions(**options)
         servers: list[HubServer] = []
 
         async def build_on_free_port(ctx: ServiceContext) -> None:
@@ -130,7 +128,7 @@ async def running_hub(
         async with running_service("clusternet-hub", build_on_free_port, nats_url):
             served = ServedHub(
                 url=await eventually(url, timeout=30, what="hub listening"),
-                ca_file=security.cert_dir / "ca.crt",
+                ca_file=(servers[0].security.ca_file if servers[0].security else None) or security.cert_dir / "ca.crt",
                 tokens=tokens,
                 client_ca=client_ca,
                 workdir=workdir,

@@ -25,6 +25,7 @@ from clusternet_nats.hub.auth.policy import MastersAuthorizer, PolicyAuthorizer
 from clusternet_nats.hub.auth.tls import default_cert_dir, server_context, serving_certificate
 from clusternet_nats.hub.auth.tokenfile import TokenFileAuthenticator
 from clusternet_nats.kube.rest import KubeApi, connect
+from clusternet_nats.runtime import pki
 
 log = structlog.get_logger(__name__)
 
@@ -52,6 +53,7 @@ class Security:
     ssl_context: ssl.SSLContext
     gate: Gate
     ca_file: Path | None
+    serving_files: pki.KeyPair
     _apis: list[KubeApi]
 
     @classmethod
@@ -92,7 +94,7 @@ class Security:
             policy_file=options.authorization_policy_file is not None,
             subject_access_review=options.authorization_kubeconfig is not None,
         )
-        return cls(context, Gate(tokens, authorizers), serving.ca, apis)
+        return cls(context, Gate(tokens, authorizers), serving.ca, serving.files, apis)
 
     async def close(self) -> None:
         for api in self._apis:
