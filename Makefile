@@ -26,6 +26,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m clusternet_nats.api.schemas --check proto-schemas
 	$(BIN)/python -m clusternet_nats.api.crds --check deploy/k8s/crds
+	$(BIN)/python -m clusternet_nats.runtime.natsconf --check deploy
 
 # etcd, kube-apiserver, kube-controller-manager, kubectl, helm and the NATS CLI, built from Go
 # modules once and cached by version (see hack/tools.sh); the tests run the real binaries.

@@ -1,8 +1,10 @@
-"""A hub nats-server as registration mode runs it: accounts, auth callout, a TLS leaf port.
+"""A hub nats-server as registration mode runs it, from the configuration that ships.
 
-Service users (hub services, the callout, the system account) are listed in the config; every
-other connection, a client's or a child leaf node's, is decided by the hub's auth callout.
-Certificates come from `kubecerts.write_pki`, so the tests need no openssl.
+The configuration is `runtime.natsconf.render`'s, the same text deploy/compose and deploy/k8s run,
+with only paths and ports made the test's own; the secrets file and the leaf port's TLS files are
+made the way `clusternet-nats-init` makes them. So what the registration, tunnel and isolation
+tests prove holds for the shipped configuration: service users listed, every other connection (a
+client's or a child leaf node's) decided by the hub's auth callout, TLS on the leaf port.
 """
 
 from __future__ import annotations
@@ -11,12 +13,19 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusternet_nats.testing.kubecerts import Pki, write_pki
+from clusternet_nats.runtime import natsconf
+from clusternet_nats.runtime.natsconf import (
+    ALL_USERS,
+    APP_ACCOUNT,
+    AUTH_ACCOUNT,
+    SYSTEM_ACCOUNT,
+    HubNatsConfig,
+    LeafTls,
+)
+from clusternet_nats.runtime.pki import write_file
 from clusternet_nats.testing.natsserver import NatsServer, free_port
 
-APP_ACCOUNT = "CLUSTERNET"
-AUTH_ACCOUNT = "AUTH"
-SYSTEM_ACCOUNT = "SYS"
+__all__ = ["APP_ACCOUNT", "AUTH_ACCOUNT", "SYSTEM_ACCOUNT", "HubAuth", "HubPki", "SecureHub"]
 
 
 @dataclass
@@ -25,45 +34,61 @@ class HubAuth:
 
     issuer_seed: str
     issuer_public: str
-    passwords: dict[str, str] = field(
-        default_factory=lambda: {name: secrets.token_hex(12) for name in ("hub", "callout", "sys")}
-    )
+    passwords: dict[str, str] = field(default_factory=lambda: {name: secrets.token_hex(12) for name in ALL_USERS})
 
-    def config(self, leaf_port: int | None = None, pki: Pki | None = None) -> str:
-        p = self.passwords
-        leaf = ""
-        if leaf_port is not None:
-            tls = f'tls {{ cert_file: "{pki.server_cert}", key_file: "{pki.server_key}" }}' if pki is not None else ""
-            leaf = f"leafnodes {{\n  listen: 127.0.0.1:{leaf_port}\n  {tls}\n}}"
-        return f"""
-accounts {{
-  {APP_ACCOUNT} {{ jetstream: enabled, users: [ {{ user: hub, password: "{p["hub"]}" }} ] }}
-  {AUTH_ACCOUNT} {{ users: [ {{ user: callout, password: "{p["callout"]}" }} ] }}
-  {SYSTEM_ACCOUNT} {{ users: [ {{ user: sys, password: "{p["sys"]}" }} ] }}
-}}
-system_account: {SYSTEM_ACCOUNT}
-authorization {{
-  auth_callout {{ issuer: {self.issuer_public}, account: {AUTH_ACCOUNT}, auth_users: [ hub, callout, sys ] }}
-}}
-{leaf}
-"""
+    def secrets_include(self) -> str:
+        return natsconf.secrets_include(self.passwords, self.issuer_public)
 
     def url(self, server: NatsServer, user: str) -> str:
         return f"nats://{user}:{self.passwords[user]}@127.0.0.1:{server.port}"
 
 
+@dataclass(frozen=True)
+class HubPki:
+    """The leaf port's CA (what a child gives as `--hub-ca`) and serving certificate."""
+
+    ca_cert: Path
+    server_cert: Path
+    server_key: Path
+
+
+class ShippedNatsServer(NatsServer):
+    """A NatsServer whose configuration is `natsconf.render`'s, on this test's ports and paths."""
+
+    def __init__(self, store_dir: Path, auth: HubAuth, tls: LeafTls, leaf_port: int) -> None:
+        super().__init__(store_dir=store_dir, server_name="hub", jetstream_domain=natsconf.JETSTREAM_DOMAIN)
+        self.auth = auth
+        self.tls = tls
+        self.leaf_port = leaf_port
+
+    def hub_config(self) -> HubNatsConfig:
+        return HubNatsConfig(
+            store_dir=str(self.store_dir / "jetstream"),
+            leaf_cert=str(self.tls.cert),
+            leaf_key=str(self.tls.key),
+            server_name=self.server_name,
+            listen_host="127.0.0.1",
+            port=self.port,
+            leaf_host="127.0.0.1",
+            leaf_port=self.leaf_port,
+            monitor_port=self.monitor_port,
+        )
+
+    def _write_config(self) -> None:
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        write_file(self.store_dir / natsconf.SECRETS_INCLUDE, self.auth.secrets_include().encode(), private=True)
+        self.config_path.write_text(natsconf.render(self.hub_config()))
+
+
 class SecureHub:
-    """A started hub nats-server with `HubAuth` and a TLS leaf-node listener."""
+    """A hub nats-server (not yet started) with `HubAuth` and a TLS leaf-node listener."""
 
     def __init__(self, directory: Path, issuer_seed: str, issuer_public: str) -> None:
         self.auth = HubAuth(issuer_seed, issuer_public)
-        self.pki = write_pki(directory / "pki", "hub")
+        tls = natsconf.ensure_leaf_tls(directory / "pki", directory / "pki", natsconf.LEAF_HOSTS)
+        self.pki = HubPki(tls.ca, tls.cert, tls.key)
         self.leaf_port = free_port()
-        self.server = NatsServer(
-            store_dir=directory / "nats",
-            extra_config=self.auth.config(self.leaf_port, self.pki),
-            jetstream_domain="hub",
-        )
+        self.server = ShippedNatsServer(directory / "nats", self.auth, tls, self.leaf_port)
 
     @property
     def leaf_url(self) -> str:

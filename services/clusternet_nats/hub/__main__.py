@@ -1,5 +1,6 @@
 """`python -m clusternet_nats.hub` / `clusternet-hub`: the common service flags plus where to listen."""
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -52,6 +53,14 @@ def hub(
             "--manual-approval", envvar="CNET_HUB_MANUAL_APPROVAL", help="Hold registrations for cnet approve|deny."
         ),
     ] = False,
+    bootstrap_token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--bootstrap-token-file",
+            envvar="CNET_HUB_BOOTSTRAP_TOKEN_FILE",
+            help="Registration mode: bootstrap tokens (one a line) to store at start; the file owns them.",
+        ),
+    ] = None,
 ) -> None:
     """Serves Clusternet's API over HTTPS to authenticated users, keeping every object in NATS."""
     if issuer_seed and not callout_url:
@@ -63,6 +72,7 @@ def hub(
             system_url,
             jetstream_domain=common.jetstream_domain,
             manual_approval=manual_approval,
+            bootstrap_token_file=bootstrap_token_file,
         )
         if issuer_seed and callout_url
         else None

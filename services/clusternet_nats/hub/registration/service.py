@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from pathlib import Path
 
 from clusternet_nats.hub.registration.callout import DEFAULT_CREDENTIAL_TTL, AuthCallout
 from clusternet_nats.hub.registration.records import ensure_registration_buckets
 from clusternet_nats.hub.registration.registrar import Registrar
 from clusternet_nats.hub.registration.revoker import Revoker
+from clusternet_nats.hub.registration.tokenfile import store_token_file
 from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.runtime.service import ServiceContext
 
@@ -30,10 +32,14 @@ class RegistrationOptions:
     manual_approval: bool = False
     """Leave requests Pending until `cnet approve|deny clsrr NAME`."""
     """The hub's JetStream domain, which clusters behind leaf nodes address."""
+    bootstrap_token_file: Path | None = None
+    """Bootstrap tokens stored at start (`tokenfile.py`), so a first agent needs no API call."""
 
 
 async def build_registration(ctx: ServiceContext, options: RegistrationOptions) -> AuthCallout:
     await ensure_registration_buckets(ctx.js)
+    if options.bootstrap_token_file is not None:
+        await store_token_file(ctx.js, options.bootstrap_token_file)
     callout_conn = Connection(options.callout_url, f"{ctx.name}/auth-callout")
     system_conn = Connection(options.system_url, f"{ctx.name}/system") if options.system_url else None
     callout = AuthCallout(
