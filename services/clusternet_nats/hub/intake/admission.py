@@ -1,8 +1,9 @@
 """What a cluster may write, one small rule per bucket: its key, its body, its bounds.
 
 A rule turns a cluster's request into the bytes the hub stores, or raises Refused. Bodies are
-parsed with the record's pydantic model and stored as that model serialises them, so nothing a
-cluster adds beyond the schema is kept. Keys are bounded by what the hub created: one
+parsed with the record's pydantic model, which forbids unknown fields, and stored as they came
+once they parse: what is stored is exactly what every reader will parse (a heartbeat is the
+hottest write, so it is not serialised a second time). Keys are bounded by what the hub created: one
 ManagedCluster, status and node inventory per cluster, one status per Description the hub wrote
 for it; so a cluster cannot grow the store beyond a bound fixed by the hub, whatever it sends.
 """
@@ -43,10 +44,6 @@ def parse(model: type[M], data: bytes, what: str) -> M:
         raise Refused(400, f"{what} is invalid: {where}: {first['msg']}") from None
 
 
-def canonical(value: BaseModel) -> bytes:
-    return value.model_dump_json(by_alias=True, exclude_none=True).encode()
-
-
 class Rule(Protocol):
     bucket: ClassVar[str]
     deletable: ClassVar[bool]
@@ -71,7 +68,8 @@ class DescriptionStatusRule:
     async def admit(self, cluster: ClusterCredential, key: str, data: bytes) -> bytes:
         if await self.descriptions.get(key) is None:
             raise Refused(404, f"Description {key} does not exist; only its status can be written")
-        return canonical(parse(DescriptionStatus, data, f"status of Description {key}"))
+        parse(DescriptionStatus, data, f"status of Description {key}")
+        return data
 
 
 @dataclass
@@ -81,7 +79,8 @@ class ClusterStatusRule:
 
     async def admit(self, cluster: ClusterCredential, key: str, data: bytes) -> bytes:
         own_cluster_key(cluster, key, "ManagedCluster status")
-        return canonical(parse(ManagedClusterStatus, data, f"status of ManagedCluster {key}"))
+        parse(ManagedClusterStatus, data, f"status of ManagedCluster {key}")
+        return data
 
 
 @dataclass
@@ -94,7 +93,7 @@ class NodeInventoryRule:
         inventory = parse(NodeInventory, data, f"node inventory {key}")
         if inventory.cluster_id != cluster.cluster_id:
             raise Refused(403, f"node inventory {key}: clusterId is not this cluster's")
-        return canonical(inventory)
+        return data
 
 
 @dataclass

@@ -93,23 +93,22 @@ class Intake:
             # here), or no such cluster: there is no one to answer.
             log.warning("intake.foreign_message", namespace=namespace, reply=msg.reply)
             return
-        bound = log.bind(cluster=cluster.name, namespace=namespace, verb=verb)
         try:
             reply = await self._handle(cluster, verb, msg)
         except Refused as err:
             self.refused += 1
-            bound.info("intake.refused", code=err.code, reason=str(err))
+            log.info("intake.refused", cluster=cluster.name, verb=verb, code=err.code, reason=str(err))
             reply = IntakeReply(code=err.code, error=str(err))
         except nats.errors.Error as err:
-            bound.warning("intake.store_unavailable", error=repr(err))
+            log.warning("intake.store_unavailable", cluster=cluster.name, verb=verb, error=repr(err))
             reply = IntakeReply(code=503, error="the hub's store is unavailable; retry")
         except Exception:
-            bound.exception("intake.failed")
+            log.exception("intake.failed", cluster=cluster.name, verb=verb)
             reply = IntakeReply(code=500, error="the hub failed to store this write; see its log")
         try:
             await msg.respond(reply.model_dump_json(exclude_none=True).encode())
         except nats.errors.Error as err:
-            bound.warning("intake.reply_failed", error=repr(err))
+            log.warning("intake.reply_failed", cluster=cluster.name, error=repr(err))
 
     async def _handle(self, cluster: ClusterCredential, verb: str, msg: Msg) -> IntakeReply:
         if cluster.revoked or not cluster.approved:
