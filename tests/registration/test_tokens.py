@@ -6,11 +6,14 @@ from datetime import timedelta
 
 import nats.errors
 import pytest
+from clusternet_nats.agent.registration import request_registration
+from clusternet_nats.api.clusters import ClusterRegistrationRequestSpec
+from clusternet_nats.api.registration import new_secret, registering_inbox_prefix
 from clusternet_nats.hub.registration.callout import Refused
 from clusternet_nats.hub.registration.records import token_store
 from clusternet_nats.testing.waiting import eventually
 
-from tests.registration.harness import Client, Hub, new_cluster_id, register
+from tests.registration.harness import Client, Hub, new_cluster_id
 
 
 async def refused(hub: Hub, cluster_id: str, password: str) -> str:
@@ -66,7 +69,13 @@ async def test_token_can_do_nothing_but_register(hub: Hub) -> None:
 
 
 async def test_registration_is_idempotent_for_the_same_secret(hub: Hub) -> None:
-    cluster_id = new_cluster_id()
-    first, secret = await register(hub.secure.server.url, cluster_id, await hub.token())
-    again, _ = await register(hub.secure.server.url, cluster_id, await hub.token(), secret=secret)
+    # An agent whose reply was lost asks again on its connection; a new token connection for the
+    # now registered id would be refused (test_callout_hardening.py).
+    cluster_id, secret = new_cluster_id(), new_secret()
+    url, inbox = hub.secure.server.url, registering_inbox_prefix(cluster_id)
+    nc = await Client().connect(url, cluster_id, await hub.token(), inbox)
+    spec = ClusterRegistrationRequestSpec(cluster_id=cluster_id, cluster_name="c")
+    first = await request_registration(nc, spec, secret, timeout=10)
+    again = await request_registration(nc, spec, secret, timeout=10)
+    await nc.close()
     assert (again.result, again.dedicated_namespace) == (first.result, first.dedicated_namespace)
