@@ -71,8 +71,9 @@ class Connection:
     def violations(self) -> int:
         return sum(VIOLATION in err.lower() for err in self.errors)
 
-    async def ask(self, subject: str, data: bytes = b"", headers: dict[str, str] | None = None,
-                  timeout: float = SHORT) -> Msg | None:
+    async def ask(
+        self, subject: str, data: bytes = b"", headers: dict[str, str] | None = None, timeout: float = SHORT
+    ) -> Msg | None:
         """A request whose answer may never come: None when refused, unanswered or no responders."""
         try:
             return await self.nc.request(subject, data, timeout=timeout, headers=headers)
@@ -138,15 +139,26 @@ class Attacker(Connection):
         return None if msg is None else json.loads(msg.data or b"{}")
 
     async def create_consumer(
-        self, name: str | None = None, stream: str = FOLLOWED_STREAM, bucket: str = FOLLOWED,
-        namespace: str | None = None, **config: Any,
+        self,
+        name: str | None = None,
+        stream: str = FOLLOWED_STREAM,
+        bucket: str = FOLLOWED,
+        namespace: str | None = None,
+        **config: Any,
     ) -> dict[str, Any] | None:
         """CONSUMER.CREATE with the filter in the subject (as the grants require); by default this
         cluster's own fixed-name consumer on its own Descriptions, delivering everything."""
         name = name or self.consumer
         subject_filter = f"$KV.{bucket}.{namespace or self.namespace}.>"
-        cfg = {"name": name, "durable_name": name, "ack_policy": "none", "deliver_policy": "all",
-               "filter_subject": subject_filter, "inactive_threshold": int(60e9), **config}
+        cfg = {
+            "name": name,
+            "durable_name": name,
+            "ack_policy": "none",
+            "deliver_policy": "all",
+            "filter_subject": subject_filter,
+            "inactive_threshold": int(60e9),
+            **config,
+        }
         return await self.js_api(
             f"CONSUMER.CREATE.{stream}.{name}.{subject_filter}", {"stream_name": stream, "config": cfg}
         )
@@ -159,8 +171,15 @@ class Attacker(Connection):
         await self.delete_consumer()
         return await self.create_consumer(**config)
 
-    async def pull(self, reply: str, batch: int = 10, name: str | None = None, stream: str = FOLLOWED_STREAM,
-                   expires: float = 2.0, **extra: Any) -> None:
+    async def pull(
+        self,
+        reply: str,
+        batch: int = 10,
+        name: str | None = None,
+        stream: str = FOLLOWED_STREAM,
+        expires: float = 2.0,
+        **extra: Any,
+    ) -> None:
         """CONSUMER.MSG.NEXT with any reply subject: NATS does not check it, so the server delivers
         wherever the attacker says."""
         body = {"batch": batch, "expires": int(expires * 1e9), **extra}
@@ -174,33 +193,35 @@ class Attacker(Connection):
         inbox = self.nc.new_inbox()
         got = await self.listen(inbox)
         await self.pull(inbox, batch=10)
-        await eventually(lambda: any(not (m.headers or {}).get("Status") for m in got), timeout,
-                         what="the attacker's own consumer delivers to its own inbox")
+        await eventually(
+            lambda: any(not (m.headers or {}).get("Status") for m in got),
+            timeout,
+            what="the attacker's own consumer delivers to its own inbox",
+        )
         return [m for m in got if not (m.headers or {}).get("Status")]
 
     # -- writes, through every path a cluster has or had -----------------------------------------
 
-    async def intake(self, verb: str, body: bytes = b"", headers: dict[str, str] | None = None,
-                     namespace: str | None = None) -> dict[str, Any] | None:
+    async def intake(
+        self, verb: str, body: bytes = b"", headers: dict[str, str] | None = None, namespace: str | None = None
+    ) -> dict[str, Any] | None:
         """A request to the hub's intake (hardened writes); None when refused or unanswered."""
         msg = await self.ask(intake_subject(namespace or self.namespace, verb), body, headers or None, timeout=3)
         return None if msg is None else json.loads(msg.data or b"{}")
 
-    async def store(self, bucket: str, key: str, body: bytes, headers: dict[str, str] | None = None,
-                    revision: int = 0) -> list[Any]:
+    async def store(
+        self, bucket: str, key: str, body: bytes, headers: dict[str, str] | None = None, revision: int = 0
+    ) -> list[Any]:
         """Tries to write `key` of `bucket` with extra `headers` on every path: a publish into the
         stream (`$KV...`), the domain path (`$JS.hub.API.$KV...`), and the intake. Returns the
         answers that came (pub acks, errors, intake replies)."""
-        answers: list[Any] = []
-        for subject in (f"$KV.{bucket}.{key}", f"{DOMAIN_API}.$KV.{bucket}.{key}"):
-            msg = await self.ask(subject, body, headers or None)
-            if msg is not None:
-                answers.append(json.loads(msg.data or b"{}"))
         intake_headers = {**(headers or {}), INTAKE_BUCKET: bucket, INTAKE_KEY: key, INTAKE_REVISION: str(revision)}
-        reply = await self.intake("put", body, intake_headers)
-        if reply is not None:
-            answers.append(reply)
-        return answers
+        published = [
+            self.ask(s, body, headers or None) for s in (f"$KV.{bucket}.{key}", f"{DOMAIN_API}.$KV.{bucket}.{key}")
+        ]
+        *acks, reply = await asyncio.gather(*published, self.intake("put", body, intake_headers))
+        answers: list[Any] = [json.loads(m.data or b"{}") for m in acks if m is not None]
+        return [*answers, reply] if reply is not None else answers
 
 
 async def registered(hub: Hub) -> Attacker:
@@ -226,8 +247,14 @@ async def token_holder(url: str, cluster_id: str, token: str) -> Connection | No
 async def put_description(hub: Hub, namespace: str, name: str, *configmaps: str) -> str:
     """The hub side writes a Description for `namespace` deploying ConfigMaps; returns its key."""
     raw = [
-        json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": cm, "namespace": "default"},
-                    "data": {"owner": namespace}}).encode()
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": cm, "namespace": "default"},
+                "data": {"owner": namespace},
+            }
+        ).encode()
         for cm in configmaps
     ]
     spec = DescriptionSpec(deployer=DeployerType.GENERIC, raw=raw)
@@ -248,8 +275,9 @@ async def record(hub: Hub, bucket: str, key: str) -> tuple[bytes, int] | None:
     return entry.value, int(entry.revision or 0)
 
 
-async def seed_records(hub: Hub, namespace: str, buckets: tuple[str, ...] = ALL_CLUSTER_BUCKETS,
-                       name: str = "precious") -> dict[tuple[str, str], tuple[bytes, int]]:
+async def seed_records(
+    hub: Hub, namespace: str, buckets: tuple[str, ...] = ALL_CLUSTER_BUCKETS, name: str = "precious"
+) -> dict[tuple[str, str], tuple[bytes, int]]:
     """The hub writes one record for `namespace` in each bucket; returns them as stored."""
     js = hub.nc.jetstream()
     out: dict[tuple[str, str], tuple[bytes, int]] = {}
@@ -320,6 +348,12 @@ async def subscriptions(hub: Hub, connection_name: str) -> list[str]:
         if conn.get("name") == connection_name
         for sub in conn.get("subscriptions_list_detail") or []
     ]
+
+
+async def leaf_subscriptions(hub: Hub) -> list[str]:
+    """Subjects the hub's leaf-node connections have interest in (LEAFZ with subscriptions)."""
+    data = await system_request(hub, "$SYS.REQ.SERVER.PING.LEAFZ", {"subscriptions": True})
+    return [sub for leaf in data.get("leafs") or [] for sub in leaf.get("subscriptions_list") or []]
 
 
 async def leaked_pull_inbox(hub: Hub, connection_name: str, cluster_id: str) -> str:
@@ -421,8 +455,9 @@ async def victim_agent(hub: Hub, directory: Path, *args: str, name: str = "victi
     state = directory / "victim-state"
     async with running_agent(hub, state, "--nats-url", hub.secure.server.url, "--cluster-name", name, *args):
         saved = json.loads((state / name / "credentials.json").read_text())
-        yield Victim(hub, name, saved["clusterId"] if "clusterId" in saved else saved["cluster_id"],
-                     saved["namespace"], state)
+        yield Victim(
+            hub, name, saved["clusterId"] if "clusterId" in saved else saved["cluster_id"], saved["namespace"], state
+        )
 
 
 async def holds(check: Callable[[], bool | Awaitable[bool]], seconds: float, what: str) -> None:
