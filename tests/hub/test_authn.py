@@ -12,6 +12,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from clusternet_nats.hub.auth.tls import server_context
 from clusternet_nats.hub.auth.tokenfile import TokenFileError, parse_token_file
 from clusternet_nats.hub.testing import ServedHub, running_hub
 from clusternet_nats.runtime import pki
@@ -204,3 +205,14 @@ def test_token_file_format_is_kube_apiservers() -> None:
 async def test_editor_token_is_not_an_admin(served_hub: ServedHub) -> None:
     async with served_hub.session(EDITOR) as editor:
         assert await _status(editor, "GET", "/metrics") == 403
+
+
+def test_only_the_client_ca_vouches_for_users(tmp_path: Path) -> None:
+    """The system's public CAs must not be able to issue hub users; without a client CA none is asked for."""
+    ca = pki.create_ca(tmp_path, "clients-ca")
+    serving = pki.issue_server_cert(ca, tmp_path, "serving", ["127.0.0.1"])
+    context = server_context(serving, ca.files.cert)
+    assert context.verify_mode == ssl.CERT_OPTIONAL
+    assert [dict(x[0] for x in c["subject"])["commonName"] for c in context.get_ca_certs()] == ["clients-ca"]
+    without = server_context(serving, None)
+    assert without.verify_mode == ssl.CERT_NONE and without.get_ca_certs() == []

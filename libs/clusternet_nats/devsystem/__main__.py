@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from clusternet_nats.cli.config import default_path
+from clusternet_nats.cli.config import ConfigError, default_path
 from clusternet_nats.testing.system import DEFAULT_LABELS_CYCLE, System
 
 app = typer.Typer(add_completion=False, help=__doc__)
@@ -118,10 +118,15 @@ def up(
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     system.start()
     config = default_path()
-    system.write_cnet_context(config, UP_CONTEXT)
+    try:
+        system.write_cnet_context(config, UP_CONTEXT)
+        written = f"cnet context {UP_CONTEXT!r} (admin) written to {config} and made current"
+    except ConfigError as err:  # the user's config is broken: leave it alone, point at ours
+        config = system.cnet_config
+        written = f"{err.args[0].removeprefix('error: ')}; left as it is: use cnet --config {config}"
     typer.echo(
         f"Clusternet-NATS is up: hub {system.hub_url}, NATS {system.nats_url}, {clusters} simulated clusters.\n"
-        f"cnet context {UP_CONTEXT!r} (admin) written to {config} and made current; the hub's CA is {system.hub_ca}.\n"
+        f"{written}; the hub's CA is {system.hub_ca}.\n"
         f"In another terminal:  cnet apply -f examples/replication\n"
         f"                      cnet get subs,mcls,desc -A\n"
         f"                      nats --server {system.nats_url} kv ls\n"

@@ -137,6 +137,7 @@ class System:
         self.hub_token_file = self.workdir / "hub-tokens.csv"
         self.admin_token = ensure_admin_token(self.hub_token_file)
         """Bearer token of `cnet-admin` (system:masters) on the hub."""
+        self._hub_ssl: ssl.SSLContext | None = None
         self.cnet_config = self.workdir / "cnet-config"
         """A cnet config whose current context is this system's hub as admin (`cnet --config`)."""
         self.write_cnet_context(self.cnet_config, "clusternet-nats")
@@ -201,7 +202,10 @@ class System:
         cnet_config.write_context(path, name, cluster, cnet_config.User(token=self.admin_token))
 
     def hub_ssl_context(self) -> ssl.SSLContext:
-        return ssl.create_default_context(cafile=str(self.hub_ca))
+        """Trusts the hub's generated CA (read once, after the hub has written it)."""
+        if self._hub_ssl is None:
+            self._hub_ssl = ssl.create_default_context(cafile=str(self.hub_ca))
+        return self._hub_ssl
 
     def hub_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.admin_token}"}

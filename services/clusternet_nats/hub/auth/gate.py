@@ -19,7 +19,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 from clusternet_nats.hub.auth.attributes import Attributes, resolve
 from clusternet_nats.hub.auth.clientcert import certificate_user
-from clusternet_nats.hub.auth.decision import AuthorizationError, Authorizer
+from clusternet_nats.hub.auth.decision import AuthorizationError, Authorizer, Verdict
 from clusternet_nats.hub.auth.refusals import forbidden, unauthorized
 from clusternet_nats.hub.auth.user import UserInfo
 from clusternet_nats.hub.errors import ApiError, no_such_path
@@ -96,7 +96,7 @@ class Gate:
             if decision.allowed:
                 return
             reason = decision.reason or reason
-            if decision.verdict.value == "deny":
+            if decision.verdict is Verdict.DENY:  # an explicit no ends the search, as kube's union does
                 break
         log.info(
             "auth.forbidden",

@@ -21,9 +21,9 @@ import typer
 from clusternet_nats.hub.auth.decision import Authorizer
 from clusternet_nats.hub.auth.delegated import DEFAULT_TTL, SubjectAccessReviewAuthorizer, TokenReviewAuthenticator
 from clusternet_nats.hub.auth.gate import Gate, TokenAuthenticator
-from clusternet_nats.hub.auth.policy import MastersAuthorizer, PolicyAuthorizer
+from clusternet_nats.hub.auth.policy import MastersAuthorizer, PolicyAuthorizer, parse_policy
 from clusternet_nats.hub.auth.tls import default_cert_dir, server_context, serving_certificate
-from clusternet_nats.hub.auth.tokenfile import TokenFileAuthenticator
+from clusternet_nats.hub.auth.tokenfile import TokenFileAuthenticator, parse_token_file
 from clusternet_nats.kube.rest import KubeApi, connect
 from clusternet_nats.runtime import pki
 
@@ -44,6 +44,33 @@ class SecurityOptions:
     token_cache_ttl: float = DEFAULT_TTL
     authorized_cache_ttl: float = DEFAULT_TTL
     unauthorized_cache_ttl: float = DEFAULT_TTL
+
+    def check(self) -> None:
+        """Refuses settings that cannot work, before the service starts (reads the small files
+        once, synchronously: call it from the command line, not the event loop)."""
+        if (self.tls_cert_file is None) != (self.tls_private_key_file is None):
+            raise ValueError("--tls-cert-file and --tls-private-key-file go together")
+        for flag, path in (
+            ("--tls-cert-file", self.tls_cert_file),
+            ("--tls-private-key-file", self.tls_private_key_file),
+            ("--client-ca-file", self.client_ca_file),
+            ("--authentication-kubeconfig", self.authentication_kubeconfig),
+            ("--authorization-kubeconfig", self.authorization_kubeconfig),
+        ):
+            if path is not None and not path.is_file():
+                raise ValueError(f"{flag}: {path} is not a readable file")
+        if self.token_auth_file is not None:
+            parse_token_file(_read(self.token_auth_file, "--token-auth-file"), str(self.token_auth_file))
+        if self.authorization_policy_file is not None:
+            path = self.authorization_policy_file
+            parse_policy(_read(path, "--authorization-policy-file"), str(path))
+
+
+def _read(path: Path, flag: str) -> str:
+    try:
+        return path.read_text()
+    except OSError as err:
+        raise ValueError(f"{flag}: cannot read {path}: {err.strerror}") from None
 
 
 @dataclass
@@ -222,7 +249,12 @@ def with_security_options(command: Callable[..., Any]) -> Callable[..., Any]:
         values["tls_sans"] = tuple(values["tls_sans"] or ())
         if values["cert_dir"] is None:
             values["cert_dir"] = default_cert_dir()
-        return command(security=SecurityOptions(**values), **kwargs)
+        security = SecurityOptions(**values)
+        try:
+            security.check()
+        except ValueError as err:  # TokenFileError and PolicyError are ValueErrors naming file and line
+            raise typer.BadParameter(str(err)) from None
+        return command(security=security, **kwargs)
 
     wrapper.__signature__ = signature.replace(parameters=own + _FLAGS)  # type: ignore[attr-defined]
     return wrapper

@@ -49,9 +49,14 @@ def serving_certificate(
 
 
 def server_context(serving: pki.KeyPair, client_ca: Path | None) -> ssl.SSLContext:
-    """TLS 1.2+; asks for (but does not require) a client certificate when a client CA is given."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    """TLS 1.2+; asks for (but does not require) a client certificate when a client CA is given.
+
+    Built bare rather than with `ssl.create_default_context(Purpose.CLIENT_AUTH)`, which would also
+    trust the system's public CAs for client certificates: only `client_ca` may vouch for a user.
+    """
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.options |= ssl.OP_NO_COMPRESSION
     context.load_cert_chain(serving.cert, serving.key)
     if client_ca is not None:
         context.load_verify_locations(cafile=str(client_ca))
