@@ -9,6 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 from clusternet_nats.hub.auth.attributes import Attributes, resolve
+from clusternet_nats.hub.auth.policy import PolicyError, parse_policy
 from clusternet_nats.hub.auth.refusals import forbidden
 from clusternet_nats.hub.auth.user import UserInfo
 from clusternet_nats.hub.testing import ServedHub
@@ -209,3 +210,12 @@ async def test_shadow_writes_are_authorized_on_the_object(served_hub: ServedHub)
         assert (await _call(admin, "GET", f"{manifests}/deployments.{TEAM_A}.{name}"))[0] == 200
         assert (await _call(admin, "GET", f"{manifests}/deployments.{TEAM_B}.{name}"))[0] == 404
         assert (await _call(admin, "GET", f"{manifests}/clusterroles.{name}"))[0] == 404
+
+
+def test_policy_file_errors_name_the_field() -> None:
+    with pytest.raises(PolicyError, match=r"policy.yaml: bindings\.0\.role: Input should be 'admin', 'edit' or 'view'"):
+        parse_policy("bindings: [{role: root, users: [x]}]", "policy.yaml")
+    with pytest.raises(PolicyError, match=r"bindings\.0\.namespace: Extra inputs"):
+        parse_policy("bindings: [{role: edit, namespace: [a]}]", "policy.yaml")  # a typo must not widen a role
+    with pytest.raises(PolicyError, match="not valid YAML"):
+        parse_policy("bindings: [", "policy.yaml")
