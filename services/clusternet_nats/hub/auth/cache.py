@@ -8,6 +8,8 @@ from __future__ import annotations
 import time
 from typing import Generic, TypeVar
 
+DEFAULT_TTL = 10.0
+"""Seconds a review answer is kept: kube's default for TokenReview and SubjectAccessReview caches."""
 K = TypeVar("K")
 V = TypeVar("V")
 

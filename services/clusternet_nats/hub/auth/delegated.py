@@ -13,7 +13,7 @@ from typing import Any
 
 import structlog
 from clusternet_nats.hub.auth.attributes import Attributes
-from clusternet_nats.hub.auth.cache import TtlCache
+from clusternet_nats.hub.auth.cache import DEFAULT_TTL, TtlCache
 from clusternet_nats.hub.auth.decision import NO_OPINION, AuthorizationError, Decision, Verdict
 from clusternet_nats.hub.auth.tokenfile import digest
 from clusternet_nats.hub.auth.user import UserInfo
@@ -21,7 +21,6 @@ from clusternet_nats.kube.rest import KubeApi, KubeError
 
 TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
 SUBJECT_ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
-DEFAULT_TTL = 10.0
 
 log = structlog.get_logger(__name__)
 

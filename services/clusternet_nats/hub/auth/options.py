@@ -14,18 +14,20 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import structlog
 import typer
+from clusternet_nats.hub.auth.cache import DEFAULT_TTL
 from clusternet_nats.hub.auth.decision import Authorizer
-from clusternet_nats.hub.auth.delegated import DEFAULT_TTL, SubjectAccessReviewAuthorizer, TokenReviewAuthenticator
 from clusternet_nats.hub.auth.gate import Gate, TokenAuthenticator
 from clusternet_nats.hub.auth.policy import MastersAuthorizer, PolicyAuthorizer, parse_policy
 from clusternet_nats.hub.auth.tls import default_cert_dir, server_context, serving_certificate
 from clusternet_nats.hub.auth.tokenfile import TokenFileAuthenticator, parse_token_file
-from clusternet_nats.kube.rest import KubeApi, connect
 from clusternet_nats.runtime import pki
+
+if TYPE_CHECKING:
+    from clusternet_nats.kube.rest import KubeApi
 
 log = structlog.get_logger(__name__)
 
@@ -101,16 +103,8 @@ class Security:
             tokens.append(await TokenFileAuthenticator.load(options.token_auth_file))
         if options.authorization_policy_file is not None:
             authorizers.append(await PolicyAuthorizer.load(options.authorization_policy_file))
-        if options.authentication_kubeconfig is not None:
-            api = await connect(options.authentication_kubeconfig)
-            apis.append(api)
-            tokens.append(TokenReviewAuthenticator(api, options.token_cache_ttl, options.token_cache_ttl))
-        if options.authorization_kubeconfig is not None:
-            api = await connect(options.authorization_kubeconfig)
-            apis.append(api)
-            authorizers.append(
-                SubjectAccessReviewAuthorizer(api, options.authorized_cache_ttl, options.unauthorized_cache_ttl)
-            )
+        if options.authentication_kubeconfig or options.authorization_kubeconfig:
+            await _delegate(options, tokens, authorizers, apis)
         log.info(
             "hub.security",
             serving_cert=str(serving.files.cert),
@@ -126,6 +120,26 @@ class Security:
     async def close(self) -> None:
         for api in self._apis:
             await api.close()
+
+
+async def _delegate(
+    options: SecurityOptions, tokens: list[TokenAuthenticator], authorizers: list[Authorizer], apis: list[KubeApi]
+) -> None:
+    """Adds TokenReview and SubjectAccessReview; imported here so that only a delegating hub pays
+    for kubernetes-asyncio (about 35 MiB resident)."""
+    from clusternet_nats.hub.auth.delegated import SubjectAccessReviewAuthorizer, TokenReviewAuthenticator
+    from clusternet_nats.kube.rest import connect
+
+    if options.authentication_kubeconfig is not None:
+        api = await connect(options.authentication_kubeconfig)
+        apis.append(api)
+        tokens.append(TokenReviewAuthenticator(api, options.token_cache_ttl, options.token_cache_ttl))
+    if options.authorization_kubeconfig is not None:
+        api = await connect(options.authorization_kubeconfig)
+        apis.append(api)
+        authorizers.append(
+            SubjectAccessReviewAuthorizer(api, options.authorized_cache_ttl, options.unauthorized_cache_ttl)
+        )
 
 
 def _option(name: str, default: Any, annotation: Any, *flags: str, envvar: str, help: str) -> inspect.Parameter:
