@@ -41,6 +41,7 @@ def view(
 
 @config_app.command("get-contexts")
 def get_contexts(ctx: typer.Context) -> None:
+    """Lists the contexts; * marks the current one."""
     config, _ = _path(ctx)
     rows = [("CURRENT", "NAME", "SERVER", "AUTHINFO")]
     for named in config.contexts:
@@ -60,6 +61,7 @@ def get_contexts(ctx: typer.Context) -> None:
 
 @config_app.command("current-context")
 def current_context(ctx: typer.Context) -> None:
+    """Prints the current context's name."""
     config, path = _path(ctx)
     if not config.current_context:
         typer.echo(f"error: current-context is not set in {path}", err=True)
@@ -69,6 +71,7 @@ def current_context(ctx: typer.Context) -> None:
 
 @config_app.command("use-context")
 def use_context(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Context to make current.")]) -> None:
+    """Makes NAME the current context."""
     config, path = _path(ctx)
     if config.context(name) is None:
         typer.echo(f'error: no context exists with the name: "{name}" in {path}', err=True)
