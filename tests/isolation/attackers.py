@@ -133,9 +133,11 @@ class Attacker(Connection):
 
     # -- JetStream, as a cluster may (or may try to) reach it -------------------------------------
 
-    async def js_api(self, op: str, body: dict[str, Any] | None = None, api: str = DOMAIN_API) -> dict[str, Any] | None:
+    async def js_api(
+        self, op: str, body: dict[str, Any] | None = None, api: str = DOMAIN_API, timeout: float = SHORT
+    ) -> dict[str, Any] | None:
         """A JetStream API request; the decoded answer, or None when refused or unanswered."""
-        msg = await self.ask(f"{api}.{op}", json.dumps(body).encode() if body is not None else b"")
+        msg = await self.ask(f"{api}.{op}", json.dumps(body).encode() if body is not None else b"", timeout=timeout)
         return None if msg is None else json.loads(msg.data or b"{}")
 
     async def create_consumer(
@@ -203,14 +205,30 @@ class Attacker(Connection):
     # -- writes, through every path a cluster has or had -----------------------------------------
 
     async def intake(
-        self, verb: str, body: bytes = b"", headers: dict[str, str] | None = None, namespace: str | None = None
+        self,
+        verb: str,
+        body: bytes = b"",
+        headers: dict[str, str] | None = None,
+        namespace: str | None = None,
+        timeout: float = 3.0,
     ) -> dict[str, Any] | None:
         """A request to the hub's intake (hardened writes); None when refused or unanswered."""
-        msg = await self.ask(intake_subject(namespace or self.namespace, verb), body, headers or None, timeout=3)
+        subject = intake_subject(namespace or self.namespace, verb)
+        msg = await self.ask(subject, body, headers or None, timeout=timeout)
         return None if msg is None else json.loads(msg.data or b"{}")
 
+    async def has_intake(self) -> bool:
+        """Whether the hub answers this cluster's intake at all (today's hub has none)."""
+        return await self.intake("event", b"{}") is not None
+
     async def store(
-        self, bucket: str, key: str, body: bytes, headers: dict[str, str] | None = None, revision: int = 0
+        self,
+        bucket: str,
+        key: str,
+        body: bytes,
+        headers: dict[str, str] | None = None,
+        revision: int = 0,
+        timeout: float = 3.0,
     ) -> list[Any]:
         """Tries to write `key` of `bucket` with extra `headers` on every path: a publish into the
         stream (`$KV...`), the domain path (`$JS.hub.API.$KV...`), and the intake. Returns the
@@ -219,7 +237,7 @@ class Attacker(Connection):
         published = [
             self.ask(s, body, headers or None) for s in (f"$KV.{bucket}.{key}", f"{DOMAIN_API}.$KV.{bucket}.{key}")
         ]
-        *acks, reply = await asyncio.gather(*published, self.intake("put", body, intake_headers))
+        *acks, reply = await asyncio.gather(*published, self.intake("put", body, intake_headers, timeout=timeout))
         answers: list[Any] = [json.loads(m.data or b"{}") for m in acks if m is not None]
         return [*answers, reply] if reply is not None else answers
 
@@ -370,19 +388,22 @@ async def leaked_pull_inbox(hub: Hub, connection_name: str, cluster_id: str) -> 
     return found
 
 
-async def consumers(hub: Hub, stream: str = FOLLOWED_STREAM) -> dict[str, str]:
-    """Every consumer of `stream` and its filter, as JSZ reports them (the hub's view)."""
+async def consumers(hub: Hub, stream: str | None = FOLLOWED_STREAM) -> dict[str, str]:
+    """Every consumer of `stream` (None: of every stream, as `<stream>/<name>`) and its filter,
+    as JSZ reports them (the hub's view)."""
     data = await system_request(
         hub, "$SYS.REQ.SERVER.PING.JSZ", {"accounts": True, "streams": True, "consumer": True, "config": True}
     )
     out: dict[str, str] = {}
     for account in data.get("account_details") or []:
         for info in account.get("stream_detail") or []:
-            if info.get("name") != stream:
+            if stream is not None and info.get("name") != stream:
                 continue
             for consumer in info.get("consumer_detail") or []:
                 cfg = consumer.get("config") or {}
-                out[consumer["name"]] = cfg.get("filter_subject") or ",".join(cfg.get("filter_subjects") or [])
+                out[consumer["name"] if stream else f"{info.get('name')}/{consumer['name']}"] = cfg.get(
+                    "filter_subject"
+                ) or ",".join(cfg.get("filter_subjects") or [])
     return out
 
 
