@@ -3,6 +3,7 @@ certificates, the hub's CA, and refusals printed as one line."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,16 @@ def test_relative_paths_are_relative_to_the_file(tmp_path: Path) -> None:
     assert (settings.server, settings.token) == ("https://hub:8080", "flag")  # a flag replaces one field only
     merged = cnet_config.merge(cnet_config.load(path), "y", cnet_config.Cluster(server="https://b"), cnet_config.User())
     assert [c.name for c in merged.contexts] == ["x", "y"] and merged.current_context == "y"
+
+
+async def test_certificate_authority_data(served_hub: ServedHub, tmp_path: Path) -> None:
+    """A context may carry the CA inline, base64 of PEM, as kubeconfigs do."""
+    data = base64.b64encode(served_hub.ca_file.read_bytes()).decode()
+    path = tmp_path / "config"
+    cluster = cnet_config.Cluster(server=served_hub.url, certificate_authority_data=data)
+    cnet_config.write_context(path, "inline", cluster, cnet_config.User(token=served_hub.admin_token))
+    assert (await run_cnet("--config", str(path), "token", "list")).exit_code == 0
+    broken = cnet_config.Cluster(server=served_hub.url, certificate_authority_data="not base64!")
+    cnet_config.write_context(path, "inline", broken, cnet_config.User(token=served_hub.admin_token))
+    result = await run_cnet("--config", str(path), "token", "list")
+    assert result.exit_code == 1 and "certificate-authority-data is not base64-encoded PEM" in result.output

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import aiohttp
+import pytest
 from clusternet_nats.testing.system import System
 from clusternet_nats.testing.waiting import eventually
 
@@ -115,3 +117,20 @@ async def test_deleting_the_subscription_removes_bases_descriptions_and_objects(
     for mc in await hub.items(f"{CLUSTERS}/managedclusters"):
         name = mc["metadata"]["name"]
         await eventually(lambda n=name: not APP_OBJECTS & child_objects(system, n), 10, what=f"{name} emptied")
+
+
+async def test_hub_process_serves_https_to_credentials_only(system: System) -> None:
+    """The hub process as shipped: its generated CA verifies it, anonymous calls are 401, the
+    admin token of its token file works, and the probes need nothing."""
+    connector = aiohttp.TCPConnector(ssl=system.hub_ssl_context())
+    async with aiohttp.ClientSession(connector=connector) as session:
+        async with session.get(system.hub_url + f"{CLUSTERS}/managedclusters") as resp:
+            assert resp.status == 401 and (await resp.json())["reason"] == "Unauthorized"
+        async with session.get(system.hub_url + "/readyz") as resp:
+            assert resp.status == 200
+        headers = system.hub_headers()
+        async with session.get(system.hub_url + f"{CLUSTERS}/managedclusters", headers=headers) as resp:
+            assert resp.status == 200
+    async with aiohttp.ClientSession() as untrusting:
+        with pytest.raises(aiohttp.ClientConnectorCertificateError):
+            await untrusting.get(system.hub_url + "/healthz")

@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 from clusternet_nats.api import KindInfo
 from clusternet_nats.api.paths import collection_path, events_path
-from clusternet_nats.cli.config import ClientSettings, ca_data_pem
+from clusternet_nats.cli.config import ClientSettings, ConfigError, ca_data_pem
 
 TIMEOUT = aiohttp.ClientTimeout(total=60, connect=10)
 
@@ -65,6 +65,8 @@ def ssl_context(settings: ClientSettings) -> ssl.SSLContext | None:
             context.load_cert_chain(settings.client_certificate, settings.client_key)
     except (OSError, ssl.SSLError) as err:
         raise HubError(f"cannot load the TLS files of this context: {err}") from None
+    except ConfigError as err:
+        raise HubError(str(err).removeprefix("error: ")) from None
     return context
 
 
