@@ -10,13 +10,15 @@ import json
 import ssl
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+import yaml
 from clusternet_nats.hub.testing import ServedHub, running_hub
 from clusternet_nats.testing.kube import ControlPlane
-from clusternet_nats.testing.natsserver import NatsServer
+from clusternet_nats.testing.natsserver import NatsServer, free_port
 from clusternet_nats.testing.waiting import eventually
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -172,3 +174,37 @@ async def test_removed_role_binding_stops_access(
         finally:
             restored = await kube_parent.kubectl_async("apply", "-f", "-", input=RBAC)
             assert restored.returncode == 0, restored.stderr
+
+
+async def test_unreachable_kube_apiserver_fails_closed(nats_server: NatsServer, tmp_path: Path) -> None:
+    """No review, no access: an unknown token is 401 and a user no local rule allows gets a 500
+    (kube-apiserver's answer when its authorizer errs), while system:masters keeps working."""
+    kubeconfig = tmp_path / "dead.kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "dead", "cluster": {"server": f"https://127.0.0.1:{free_port()}",
+                                                          "insecure-skip-tls-verify": True}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "dead", "context": {"cluster": "dead", "user": "u"}}],
+                "current-context": "dead",
+            }
+        )
+    )  # fmt: skip
+    async with running_hub(
+        nats_server.url,
+        users={"carol": []},
+        authentication_kubeconfig=kubeconfig,
+        authorization_kubeconfig=kubeconfig,
+    ) as hub:
+        async with hub.session(token="some-service-account-token") as stranger:
+            code, status = await _call(stranger, "GET", subs_path(NS))
+            assert (code, status["reason"]) == (401, "Unauthorized")
+        async with hub.session("carol") as carol:
+            code, status = await _call(carol, "GET", subs_path(NS))
+            assert (code, status["reason"]) == (500, "InternalError")
+            assert status["message"].startswith("Internal error occurred: SubjectAccessReview at")
+        async with hub.session() as admin:
+            assert (await _call(admin, "GET", subs_path(NS)))[0] == 200

@@ -8,6 +8,7 @@ within the TTL. The caches are keyed by a digest of the token and by the full at
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -21,6 +22,8 @@ from clusternet_nats.kube.rest import KubeApi, KubeError
 
 TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
 SUBJECT_ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+REVIEW_TIMEOUT = 10.0
+"""Seconds a review may take: a hung API server must fail requests, not hold them forever."""
 
 log = structlog.get_logger(__name__)
 
@@ -37,9 +40,9 @@ class TokenReviewAuthenticator:
             return cached
         body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
         try:
-            review = await self.api.request("POST", TOKEN_REVIEWS, body=body)
-        except KubeError as err:  # not cached: the next request asks again
-            log.warning("auth.token_review_failed", server=self.api.server, error=str(err))
+            review = await asyncio.wait_for(self.api.request("POST", TOKEN_REVIEWS, body=body), REVIEW_TIMEOUT)
+        except (KubeError, TimeoutError) as err:  # not cached: the next request asks again
+            log.warning("auth.token_review_failed", server=self.api.server, error=str(err) or repr(err))
             return None
         status = review.get("status") or {}
         user = _user(status.get("user") or {}) if status.get("authenticated") else None
@@ -92,9 +95,9 @@ class SubjectAccessReviewAuthorizer:
             return cached
         body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
         try:
-            review = await self.api.request("POST", SUBJECT_ACCESS_REVIEWS, body=body)
-        except KubeError as err:
-            raise AuthorizationError(f"SubjectAccessReview at {self.api.server}: {err}") from None
+            review = await asyncio.wait_for(self.api.request("POST", SUBJECT_ACCESS_REVIEWS, body=body), REVIEW_TIMEOUT)
+        except (KubeError, TimeoutError) as err:
+            raise AuthorizationError(f"SubjectAccessReview at {self.api.server}: {err or 'timed out'}") from None
         status = review.get("status") or {}
         reason = str(status.get("reason") or "")
         if status.get("allowed"):
