@@ -85,7 +85,8 @@ class Shipped:
 
 
 @contextlib.asynccontextmanager
-async def shipped_hub(tmp: Path) -> AsyncIterator[Shipped]:
+async def shipped_server(tmp: Path) -> AsyncIterator[Shipped]:
+    """init's secrets and the committed compose nats.conf, running; no hub yet."""
     port, leaf_port = free_port(), free_port()
     out = tmp / "out"
     await run_init(out, "--nats-host=127.0.0.1", f"--nats-port={port}", f"--leaf-port={leaf_port}")
@@ -105,7 +106,17 @@ async def shipped_hub(tmp: Path) -> AsyncIterator[Shipped]:
     server = CommittedConfigServer(server_dir, text, port)
     await asyncio.to_thread(server.start)
     try:
-        hub = read_env(out / "hub" / "env")
+        yield Shipped(out, server, leaf_port)
+    finally:
+        await asyncio.to_thread(server.cleanup)
+
+
+@contextlib.asynccontextmanager
+async def shipped_hub(tmp: Path) -> AsyncIterator[Shipped]:
+    """`shipped_server` with the hub's registration services in this event loop, configured from
+    the env file init wrote for the hub."""
+    async with shipped_server(tmp) as shipped:
+        hub = shipped.env("hub")
         built: list[object] = []
 
         async def build(ctx: ServiceContext) -> None:
@@ -120,9 +131,7 @@ async def shipped_hub(tmp: Path) -> AsyncIterator[Shipped]:
 
         async with running_service("clusternet-hub", build, hub["CNET_NATS_URL"]):
             await eventually(lambda: bool(built), timeout=20, what="registration services built")
-            yield Shipped(out, server, leaf_port)
-    finally:
-        await asyncio.to_thread(server.cleanup)
+            yield shipped
 
 
 class Leaf:
