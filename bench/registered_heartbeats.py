@@ -96,7 +96,8 @@ async def main(clusters: int, report_frequency: float, window: float) -> int:
             rate = (seq1 - seq0) / elapsed
             total = server_cpu + hub_cpu
             print(f"heartbeats stored: {rate:.1f}/s (expected {clusters / report_frequency:.1f}/s)")
-            print(f"hub-side CPU: {total:.1f}% of one core (nats-server {server_cpu:.1f}%, hub services {hub_cpu:.1f}%)")
+            print(f"hub-side CPU: {total:.1f}% of one core", end=" ")
+            print(f"(nats-server {server_cpu:.1f}%, hub services {hub_cpu:.1f}%)")
             if rate:
                 print(f"hub-side CPU per heartbeat: {total / 100 / rate * 1000:.2f} ms")
             reference = await publish_async_rate(hub.secure.url("hub"))

@@ -18,7 +18,7 @@ from clusternet_nats.api.events import Event, ObjectReference
 from clusternet_nats.api.intake import BUCKET_HEADER, KEY_HEADER, REVISION_HEADER, IntakeReply
 from clusternet_nats.api.registration import APPROVED, intake_subject
 from clusternet_nats.api.registry import by_kind
-from clusternet_nats.hub.intake.ratelimit import RateLimiter
+from clusternet_nats.runtime.ratelimit import RateLimiter
 from clusternet_nats.store import AlreadyExistsError, ConflictError, JsonBucket, ObjectStore, StatusStore
 from clusternet_nats.store.errors import IntakeRefusedError, NotFoundError
 from clusternet_nats.store.events import list_events

@@ -1,4 +1,7 @@
-"""Per-cluster token buckets: one cluster's flood costs it its own writes, never another's.
+"""Token buckets per identity: one cluster's flood costs it its own budget, never another's.
+
+Used by the hub's intake (writes per cluster) and its API flood guard (JetStream API requests
+per cluster).
 
 Memory is bounded: at most `max_clusters` buckets are kept, the least recently used dropped
 first (a dropped bucket comes back full, which only forgives an idle cluster).

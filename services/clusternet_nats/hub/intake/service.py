@@ -27,8 +27,9 @@ from clusternet_nats.api.intake import (
 from clusternet_nats.api.labels import NODE_LABEL_PREFIX
 from clusternet_nats.api.registration import INTAKE_PREFIX, inbox_prefix
 from clusternet_nats.hub.intake.admission import EventRule, Refused, Rule, rules
-from clusternet_nats.hub.intake.ratelimit import RateLimiter
+from clusternet_nats.hub.registration.penalties import Penalties
 from clusternet_nats.hub.registration.records import CREDENTIALS_BUCKET, ClusterCredential
+from clusternet_nats.runtime.ratelimit import RateLimiter
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import AlreadyExistsError, ConflictError, Informer, JsonBucket
 from clusternet_nats.store.events import event_subject
@@ -46,6 +47,7 @@ class Intake:
     def __init__(
         self,
         ctx: ServiceContext,
+        penalties: Penalties | None = None,
         rate: float = DEFAULT_RATE,
         burst: float = DEFAULT_BURST,
         concurrency: int = 256,
@@ -56,6 +58,10 @@ class Intake:
         self.stores = {bucket: JsonBucket(ctx.js, bucket) for bucket in self.rules}
         self.events = EventRule(JsonBucket(ctx.js, "descriptions"), MAX_EVENT_BYTES)
         self.limiter = RateLimiter(rate, burst)
+        self.penalties = penalties
+        self._persisting = RateLimiter(rate / 10, burst / 2)
+        """Refusals a cluster may collect before it is banned: slowing down is expected, a flood
+        that ignores 429s is not (each refused request still costs the hub)."""
         self.credentials: Informer[ClusterCredential] = ctx.records(CREDENTIALS_BUCKET, ClusterCredential)
         self._by_namespace: dict[str, ClusterCredential] = {}
         self.credentials.add_handler(self._index)
@@ -114,6 +120,8 @@ class Intake:
         if cluster.revoked or not cluster.approved:
             raise Refused(403, f"cluster {cluster.name} is not registered")
         if not self.limiter.allow(cluster.namespace):
+            if not self._persisting.allow(cluster.namespace) and self.penalties is not None:
+                self.penalties.punish(cluster.cluster_id, "intake flood")
             raise Refused(429, f"cluster {cluster.name} writes faster than {self.limiter.rate:g}/s; slow down")
         if len(msg.data) > MAX_VALUE_BYTES:
             raise Refused(413, f"a record may be at most {MAX_VALUE_BYTES} bytes, not {len(msg.data)}")
