@@ -25,6 +25,7 @@ from clusternet_nats.store.events import list_events
 from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
 
 from tests.registration.harness import Client, Hub, hub, new_cluster_id, register
 
@@ -48,7 +49,10 @@ async def join(hub: Hub) -> Registered:
     assert reply.result == APPROVED and reply.dedicated_namespace and reply.managed_cluster_name
     nc = await Client().connect(hub.secure.server.url, cluster_id, secret)
     return Registered(
-        reply.dedicated_namespace, reply.managed_cluster_name, nc, IntakeClient(nc, reply.dedicated_namespace)
+        reply.dedicated_namespace,
+        reply.managed_cluster_name,
+        nc,
+        IntakeClient(nc, cluster_id, reply.dedicated_namespace),
     )
 
 
@@ -231,3 +235,40 @@ def test_rate_limiter_refills_at_its_rate_and_keeps_clusters_apart() -> None:
     for who in ("a", "b", "c"):
         bounded.allow(who, now=0.0)
     assert len(bounded._buckets) == 2
+
+
+async def test_get_reads_only_own_keys(hub: Hub, pair: tuple[Registered, Registered]) -> None:
+    a, b = pair
+    assert await a.intake.get("descriptions", f"{a.namespace}.app") is not None
+    assert await a.intake.get("descriptions", f"{a.namespace}.missing") is None
+    for bucket, key in (("descriptions", f"{b.namespace}.app"), ("bootstraptokens", f"{a.namespace}.x")):
+        with pytest.raises(IntakeRefusedError) as refused:
+            await a.intake.get(bucket, key)
+        assert refused.value.code == 403
+
+
+async def test_follow_delivers_own_descriptions_inside_own_inbox(hub: Hub, pair: tuple[Registered, Registered]) -> None:
+    a, b = pair
+    descriptions = JsonBucket(hub.nc.jetstream(), "descriptions")
+    got: list[tuple[str, int]] = []
+
+    async def on_delivery(msg: Msg) -> None:
+        if msg.data:  # idle heartbeats carry no data
+            got.append((msg.subject, msg.metadata.sequence.stream))
+
+    await a.nc.subscribe(a.intake.deliver_subject, cb=on_delivery)
+    assert await a.intake.follow(0) == 1
+    await eventually(lambda: len(got) == 1, timeout=10, what="A's Description delivered")
+    assert got[0][0] == f"$KV.descriptions.{a.namespace}.app"
+    later = await descriptions.create(f"{a.namespace}.second", b"{}")
+    await descriptions.create(f"{b.namespace}.second", b"{}")
+    await eventually(lambda: len(got) == 2, timeout=10, what="a new Description delivered")
+    assert got[1] == (f"$KV.descriptions.{a.namespace}.second", later)
+    # Resuming after a sequence replaces the consumer: only what came after is delivered again.
+    got.clear()
+    assert await a.intake.follow(later) == 1
+    await eventually(lambda: len(got) == 1, timeout=10, what="redelivery from the asked sequence")
+    assert got == [(f"$KV.descriptions.{a.namespace}.second", later)]
+    with pytest.raises(IntakeRefusedError) as refused:
+        await a.intake.follow(later + 1_000_000)
+    assert refused.value.code == 410

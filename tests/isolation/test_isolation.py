@@ -16,6 +16,8 @@ import pytest
 from clusternet_nats.api.registration import APPROVED, reply_prefix
 from clusternet_nats.runtime.tunnel import request_cluster
 from clusternet_nats.store import Informer, JsonBucket
+from clusternet_nats.store.errors import IntakeRefusedError
+from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -43,6 +45,15 @@ async def joined(hub: Hub) -> Cluster:
     return Cluster(cluster_id, reply.dedicated_namespace, secret, client, nc)
 
 
+def bucket_of(cluster: Cluster, name: str) -> JsonBucket:
+    """A bucket as the cluster sees it: direct gets of its keys, writes through the hub's intake."""
+    return JsonBucket(cluster.nc.jetstream(), name, intake_of(cluster))
+
+
+def intake_of(cluster: Cluster) -> IntakeClient:
+    return IntakeClient(cluster.nc, cluster.cluster_id, cluster.namespace)
+
+
 def violated(cluster: Cluster) -> bool:
     return any(VIOLATION in err.lower() for err in cluster.client.errors)
 
@@ -58,9 +69,12 @@ async def pair(hub: Hub) -> tuple[Cluster, Cluster]:
 
 async def test_reads_own_descriptions_but_not_anothers(hub: Hub, pair: tuple[Cluster, Cluster]) -> None:
     a, b = pair
-    own = await JsonBucket(a.nc.jetstream(), "descriptions").get(f"{a.namespace}.app")
+    own = await bucket_of(a, "descriptions").get(f"{a.namespace}.app")
     assert own is not None and json.loads(own[0]) == {"for": a.cluster_id}
-    with pytest.raises(TimeoutError):  # the server drops the request; no answer comes
+    with pytest.raises(IntakeRefusedError) as refused:
+        await bucket_of(a, "descriptions").get(f"{b.namespace}.app")
+    assert refused.value.code == 403
+    with pytest.raises(TimeoutError):  # JetStream itself: the server drops the request, no answer comes
         await asyncio.wait_for(JsonBucket(a.nc.jetstream(), "descriptions").get(f"{b.namespace}.app"), 2)
     await eventually(lambda: violated(a), timeout=5, what="permission violation reported")
 
@@ -68,7 +82,9 @@ async def test_reads_own_descriptions_but_not_anothers(hub: Hub, pair: tuple[Clu
 async def test_informer_follows_own_namespace_only(hub: Hub, pair: tuple[Cluster, Cluster]) -> None:
     a, b = pair
     js = a.nc.jetstream()
-    own: Informer[bytes] = Informer(a.nc, js, "descriptions", lambda _k, data, _r: data, f"{a.namespace}.>")
+    own: Informer[bytes] = Informer(
+        a.nc, js, "descriptions", lambda _k, data, _r: data, f"{a.namespace}.>", intake=intake_of(a)
+    )
     await own.start()
     try:
         await own.wait_synced(10)
@@ -84,7 +100,7 @@ async def test_informer_follows_own_namespace_only(hub: Hub, pair: tuple[Cluster
 
 async def test_cannot_write_anothers_status_or_cluster(hub: Hub, pair: tuple[Cluster, Cluster]) -> None:
     a, b = pair
-    await JsonBucket(a.nc.jetstream(), "descriptions-status").create(f"{a.namespace}.app", b'{"phase":"Success"}')
+    await bucket_of(a, "descriptions-status").create(f"{a.namespace}.app", b'{"phase":"Success"}')
     for bucket in ("descriptions-status", "managedclusters-status", "managedclusters"):
         await a.nc.publish(f"$KV.{bucket}.{b.namespace}.app", b'{"phase":"Success"}')
     await a.nc.flush()

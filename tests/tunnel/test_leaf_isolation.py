@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nats.errors
+import nats.js.errors
 import pytest
 from clusternet_nats.agent.leaf import LeafNode, LeafRemote
 from clusternet_nats.api.registration import APPROVED
 from clusternet_nats.runtime.tunnel import request_cluster
 from clusternet_nats.store import JsonBucket
+from clusternet_nats.store.errors import IntakeRefusedError
 from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
@@ -27,6 +29,7 @@ from tests.registration.harness import Client, Hub, new_cluster_id, register
 
 @dataclass
 class Child:
+    cluster_id: str
     namespace: str
     leaf: LeafNode
     nc: NATS
@@ -39,13 +42,15 @@ async def child(hub: Hub, directory: Path, name: str) -> Child:
     leaf = LeafNode(directory / name, name)
     await leaf.start(LeafRemote(hub.secure.leaf_url, cluster_id, secret, hub.secure.pki.ca_cert))
     nc = await Client().connect(leaf.url, cluster_id, None)
-    return Child(reply.dedicated_namespace, leaf, nc)
+    return Child(cluster_id, reply.dedicated_namespace, leaf, nc)
 
 
 def confined(child: Child, bucket: str, timeout: float = 5) -> JsonBucket:
     """A bucket as a cluster reads it: direct gets only (writes would go to the hub's intake)."""
     return JsonBucket(
-        child.nc.jetstream(domain="hub", timeout=timeout), bucket, IntakeClient(child.nc, child.namespace)
+        child.nc.jetstream(domain="hub", timeout=timeout),
+        bucket,
+        IntakeClient(child.nc, child.cluster_id, child.namespace),
     )
 
 
@@ -74,9 +79,13 @@ async def test_leaf_carries_only_its_clusters_subjects(hub: Hub, children: tuple
         return found is not None
 
     await eventually(reads_own, timeout=20, what="A reads its own Description through its leaf")
-    # Across a leaf the hub never forwards interest in B's keys: no responders, or silence.
-    with pytest.raises((TimeoutError, nats.errors.NoRespondersError)):
-        await asyncio.wait_for(confined(a, "descriptions").get(f"{b.namespace}.app"), 2)
+    # Through the intake the hub refuses B's keys; JetStream itself is not reachable across the leaf.
+    with pytest.raises(IntakeRefusedError) as refused:
+        await confined(a, "descriptions").get(f"{b.namespace}.app")
+    assert refused.value.code == 403
+    unreachable = (TimeoutError, nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError)
+    with pytest.raises(unreachable):
+        await asyncio.wait_for(JsonBucket(a.nc.jetstream(domain="hub"), "descriptions").get(f"{a.namespace}.app"), 2)
 
     subject = f"clusternet.proxy.{b.namespace}.get"
 

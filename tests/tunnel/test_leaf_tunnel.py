@@ -13,10 +13,11 @@ import nats
 from clusternet_nats.agent.leaf import LeafNode, LeafRemote
 from clusternet_nats.agent.registration import request_registration
 from clusternet_nats.api.clusters import ClusterRegistrationRequestSpec, ManagedCluster
-from clusternet_nats.api.registration import agent_consumer_name, new_secret, registering_inbox_prefix
+from clusternet_nats.api.registration import new_secret, registering_inbox_prefix
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.runtime.tunnel import request_cluster
 from clusternet_nats.store import Informer, JsonBucket, ObjectStore
+from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.msg import Msg
 
@@ -53,7 +54,7 @@ async def test_child_behind_outbound_leaf_registers_receives_and_answers(hub: Hu
             "descriptions",
             lambda _k, data, _r: data,
             f"{namespace}.>",
-            consumer=agent_consumer_name(namespace),
+            intake=IntakeClient(nc, cluster_id, namespace),
         )
         await eventually(lambda: _started(informer), timeout=20, what="informer over the leaf")
         try:

@@ -43,9 +43,14 @@ def registering_inbox_prefix(cluster_id: str) -> str:
 
 
 def agent_consumer_name(namespace: str) -> str:
-    """The one consumer a cluster may create, on `KV_descriptions` filtered to its namespace.
-    Fixed by the hub's grant, so a cluster holds at most one and cannot touch another's."""
+    """The one consumer that delivers a cluster's Descriptions, on `KV_descriptions` filtered to
+    its namespace; the hub creates it (api/intake.py `follow`), the cluster cannot touch it."""
     return f"agent-{namespace}"
+
+
+def descriptions_deliver_subject(cluster_id: str) -> str:
+    """Where that consumer delivers: inside the cluster's own inbox, which only it may read."""
+    return f"{inbox_prefix(cluster_id)}.descriptions"
 
 
 INTAKE_PREFIX = "clusternet.intake"

@@ -85,21 +85,18 @@ class ServiceContext:
         bucket: str,
         decode: Callable[[str, bytes, int], T],
         key_filter: str = ">",
-        consumer: str | None = None,
     ) -> Informer[T]:
-        """`consumer`: the fixed name a cluster's grant allows (api/registration.py), or a fresh one."""
-        informer: Informer[T] = Informer(self.nc, self.js, bucket, decode, key_filter, consumer=consumer)
+        """A registered cluster's informers follow through the hub's intake (store/informer.py)."""
+        informer: Informer[T] = Informer(self.nc, self.js, bucket, decode, key_filter, intake=self.intake)
         self.informers.append(informer)  # type: ignore[arg-type]
         self.conn.on_reconnect(informer.resync)
         self.metrics.gauge_fn(f"informer_objects{{bucket=\"{bucket}\"}}", lambda: len(informer.keys()))
         return informer
 
-    def objects(self, model: type[K], key_filter: str = ">", consumer: str | None = None) -> Informer[K]:
+    def objects(self, model: type[K], key_filter: str = ">") -> Informer[K]:
         """An informer of one kind's objects (with resourceVersion set from the KV revision)."""
         store: ObjectStore[K] = ObjectStore(self.js, KindInfo.of(model))
-        return self.informer(
-            store.info.bucket, lambda _key, data, revision: store.decode(data, revision), key_filter, consumer
-        )
+        return self.informer(store.info.bucket, lambda _key, data, revision: store.decode(data, revision), key_filter)
 
     def records(self, bucket: str, model: type[M], key_filter: str = ">") -> Informer[M]:
         """An informer of a status bucket or another bucket of plain records (e.g. bindings)."""

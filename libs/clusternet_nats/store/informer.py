@@ -15,11 +15,12 @@ An idle informer costs the server one pull request per `idle_poll` seconds (30 s
 and an idle heartbeat every third of that, not a poll a second: with thousands of agents each
 following its own Descriptions, idle load must stay small.
 
-A cluster's informer is confined: it may create, read and delete one consumer whose name its
-grant fixes (`consumer`), and may not read stream info; it notices a reset stream by a direct
-get of the last message under its filter instead. Whatever its consumer delivers is checked
-again against the filter (store/pull.py checks stream and consumer), so a key outside it is
-never applied, whatever the permissions.
+A registered cluster's informer is confined: it may not use JetStream at all (api/intake.py says
+why), so it asks the hub's intake to (re)start the consumer that delivers its Descriptions from
+a sequence (`follow`) to a subject inside its own inbox, and reads those deliveries
+(store/pull.py: PushReader); the hub answers 410 when the stream is behind that sequence (it was
+reset). Whatever arrives is checked against the stream, the consumer and the filter, so a key
+outside it is never applied, whatever the permissions.
 
 Handlers are plain callables that should only enqueue keys (see WorkQueue): reconcilers read
 the latest state from the cache when they run, so missed, merged or reordered notifications
@@ -34,14 +35,17 @@ from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 import structlog
+from clusternet_nats.api.intake import DELIVERY_HEARTBEAT
+from clusternet_nats.api.registration import agent_consumer_name
 from clusternet_nats.store.domain import api_prefix
+from clusternet_nats.store.errors import IntakeRefusedError
+from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.store.keys import subject_matches
-from clusternet_nats.store.pull import PullReader
+from clusternet_nats.store.pull import PullReader, PushReader
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy
-from nats.js.errors import APIError, NotFoundError
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 T = TypeVar("T")
 Handler = Callable[[str, "T | None"], None]
@@ -64,11 +68,11 @@ class Informer(Generic[T]):
         decode: Callable[[str, bytes, int], T],
         key_filter: str = ">",
         idle_poll: float = DEFAULT_IDLE_POLL,
-        consumer: str | None = None,
+        intake: IntakeClient | None = None,
     ) -> None:
         self.nc, self.js = nc, js
-        self.consumer = consumer
-        """The fixed consumer name a confined (cluster) informer is granted; None: a fresh one each time."""
+        self.intake = intake
+        """A registered cluster's: its Descriptions are delivered by a consumer the hub makes."""
         self.idle_poll = idle_poll
         self.bucket = bucket
         self.stream = f"KV_{bucket}"
@@ -144,29 +148,18 @@ class Informer(Generic[T]):
 
     async def _follow(self) -> None:
         self._reset.clear()
-        relist = await self._stream_was_reset()
-        if relist:
-            self._last_seq = 0
-            self._revisions.clear()
-        config = ConsumerConfig(
-            ack_policy=AckPolicy.NONE,
-            inactive_threshold=2 * self.idle_poll + 10.0,
-            mem_storage=True,
-            max_ack_pending=-1,
-        )
-        if self._last_seq:
-            config.deliver_policy = DeliverPolicy.BY_START_SEQUENCE
-            config.opt_start_seq = self._last_seq + 1
+        relist = False
+        if self.intake is not None:
+            reader, pending, relist = await self._delivered_by_hub(self.intake)
+            name = None
         else:
-            config.deliver_policy = DeliverPolicy.LAST_PER_SUBJECT
-        config.name = self.consumer or self.nc.new_inbox().rsplit(".", 1)[-1]
-        config.filter_subject = self.subject_prefix + self.key_filter
-        info = await self._create(config)
-        reader = PullReader(self.nc, self.stream, config.name, _FETCH_BATCH, self.idle_poll, api_prefix(self.js))
-        await reader.start()
+            relist = await self._stream_was_reset()
+            if relist:
+                self._forget()
+            reader, pending, name = await self._own_consumer()
         seen: set[str] | None = set() if relist or not self.synced else None
         try:
-            if not info.num_pending:
+            if not pending:
                 self._mark_synced(seen)
                 seen = None
             while not self._reset.is_set():
@@ -178,8 +171,52 @@ class Informer(Generic[T]):
                         seen = None
         finally:
             await reader.close()
-            with contextlib.suppress(Exception):
-                await self.js.delete_consumer(self.stream, config.name)
+            if name is not None:
+                with contextlib.suppress(Exception):
+                    await self.js.delete_consumer(self.stream, name)
+
+    def _forget(self) -> None:
+        self._last_seq = 0
+        self._revisions.clear()
+
+    async def _own_consumer(self) -> tuple[PullReader, int, str]:
+        config = ConsumerConfig(
+            ack_policy=AckPolicy.NONE,
+            inactive_threshold=2 * self.idle_poll + 10.0,
+            mem_storage=True,
+            max_ack_pending=-1,
+        )
+        if self._last_seq:
+            config.deliver_policy = DeliverPolicy.BY_START_SEQUENCE
+            config.opt_start_seq = self._last_seq + 1
+        else:
+            config.deliver_policy = DeliverPolicy.LAST_PER_SUBJECT
+        config.name = self.nc.new_inbox().rsplit(".", 1)[-1]
+        config.filter_subject = self.subject_prefix + self.key_filter
+        info = await self.js.add_consumer(self.stream, config)
+        reader = PullReader(self.nc, self.stream, config.name, _FETCH_BATCH, self.idle_poll, api_prefix(self.js))
+        await reader.start()
+        return reader, int(info.num_pending or 0), config.name
+
+    async def _delivered_by_hub(self, intake: IntakeClient) -> tuple[PullReader, int, bool]:
+        """Subscribes where the hub's consumer delivers, then asks the hub to start it."""
+        consumer = agent_consumer_name(intake.namespace)
+        reader = PushReader(self.nc, self.stream, consumer, intake.deliver_subject, DELIVERY_HEARTBEAT)
+        await reader.start()
+        relist = False
+        try:
+            try:
+                pending = await intake.follow(self._last_seq + 1 if self._last_seq else 0)
+            except IntakeRefusedError as err:
+                if err.code != 410:
+                    raise
+                self._forget()
+                relist = True
+                pending = await intake.follow(0)
+        except BaseException:
+            await reader.close()
+            raise
+        return reader, pending, relist
 
     async def _next(self, reader: PullReader) -> list[Msg] | None:
         """The next messages, or None when a resync asked for a new consumer first."""
@@ -196,30 +233,11 @@ class Informer(Generic[T]):
             return None
         return pull.result()
 
-    async def _create(self, config: ConsumerConfig) -> ConsumerInfo:
-        try:
-            return await self.js.add_consumer(self.stream, config)
-        except APIError:
-            if self.consumer is None:
-                raise
-        # Our named consumer outlived its reader (a lost connection) with another start: replace it.
-        with contextlib.suppress(NotFoundError):
-            await self.js.delete_consumer(self.stream, self.consumer)
-        return await self.js.add_consumer(self.stream, config)
-
     async def _stream_was_reset(self) -> bool:
         if not self._last_seq:
             return False
-        if self.consumer is None:
-            info = await self.js.stream_info(self.stream)
-            return int(info.state.last_seq) < self._last_seq
-        # Confined: the last message under our filter is at least the last we applied, unless the
-        # stream was reset or purged (history keeps every key's latest message, tombstones too).
-        try:
-            last = await self.js.get_last_msg(self.stream, self.subject_prefix + self.key_filter, direct=True)
-        except NotFoundError:
-            return True
-        return int(last.seq or 0) < self._last_seq
+        info = await self.js.stream_info(self.stream)
+        return int(info.state.last_seq) < self._last_seq
 
     def _mark_synced(self, seen: set[str] | None) -> None:
         if seen is not None and self.synced:

@@ -44,9 +44,8 @@ class Versioned(Generic[T]):
 class JsonBucket:
     """Raw bytes by key, with CAS; the one place that speaks the KV wire protocol.
 
-    With an `intake` (a registered cluster's connection) writes are requests to the hub
-    (store/intake.py) and reads are direct gets of the bucket's stream, opened without the
-    STREAM.INFO a cluster is not granted (every bucket is made with direct gets allowed).
+    With an `intake` (a registered cluster's connection, which may not use JetStream) reads and
+    writes are requests to the hub (store/intake.py).
     """
 
     def __init__(self, js: JetStreamContext, name: str, intake: IntakeClient | None = None) -> None:
@@ -68,13 +67,12 @@ class JsonBucket:
 
     async def _bucket(self) -> KeyValue:
         if self._kv is None:
-            if self.intake is not None:
-                self._kv = KeyValue(name=self.name, stream=f"KV_{self.name}", pre=self.prefix, js=self.js, direct=True)
-            else:
-                self._kv = await self.js.key_value(self.name)
+            self._kv = await self.js.key_value(self.name)
         return self._kv
 
     async def get(self, key: str) -> tuple[bytes, int] | None:
+        if self.intake is not None:
+            return await self.intake.get(self.name, key)
         kv = await self._bucket()
         try:
             entry = await kv.get(key, validate_keys=False)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 
 import structlog
 from nats.aio.client import Client as NATS
@@ -134,3 +135,17 @@ class PullReader:
         """Raises unless `previous`, the consumer sequence delivered before, is the last we got."""
         if previous != self._delivered:
             raise ConsumerGoneError(f"missed deliveries {self._delivered + 1}..{previous}")
+
+
+class PushReader(PullReader):
+    """The deliveries of a push consumer made by someone else (the hub, for a registered cluster,
+    which may not use JetStream) to `deliver_subject`: read, checked and gap-detected like a
+    pull consumer's, with nothing to request. The consumer's idle heartbeat is `heartbeat`."""
+
+    def __init__(self, nc: NATS, stream: str, consumer: str, deliver_subject: str, heartbeat: float) -> None:
+        super().__init__(nc, stream, consumer, expires=3 * heartbeat)
+        self.heartbeat = heartbeat
+        self._inbox = deliver_subject
+
+    async def _request(self) -> None:
+        self._outstanding = sys.maxsize

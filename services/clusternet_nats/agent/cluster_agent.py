@@ -71,8 +71,9 @@ class ClusterAgent:
             await self.backend.start()
             self._conn = await self._connection(options)
             nc = await self._conn.connect()
-            # Registered: NATS lets this cluster publish into no stream; the hub's intake writes for it.
-            intake = IntakeClient(nc, self.identity.namespace) if self.enrollment is not None else None
+            # Registered: NATS lets this cluster use no JetStream; the hub's intake reads and writes for it.
+            ident = self.identity
+            intake = IntakeClient(nc, ident.cluster_id, ident.namespace) if self.enrollment is not None else None
             self.ctx = ServiceContext(COMPONENT, options, self._conn, nc, intake)
             settings = self.settings
             if deployable_by_agent(self.identity.sync_mode, settings.app_pusher):

@@ -2,9 +2,9 @@
 
 Level-triggered: reconcile(key) reads the Description as it is now. Present: deploy it (see
 applier.py) and write `descriptions-status` if it changed. Absent: delete everything it applied
-and its status. Watching only `<dedicated namespace>.>` of `descriptions`, with the one
-consumer name the cluster's grant allows, is what lets NATS permissions confine a child to its
-own keys. Only once the informer has listed (and so holds
+and its status. Watching only `<dedicated namespace>.>` of `descriptions` (in registration
+mode through the consumer the hub makes for the cluster) is what confines a child to its own
+keys. Only once the informer has listed (and so holds
 every Description, not a partial view) are owners found in the cluster with no Description
 queued for removal, so what was deleted while the agent was down or cut off is pruned, and
 nothing else is.
@@ -17,7 +17,6 @@ from clusternet_nats.agent.applier import Applier
 from clusternet_nats.agent.backends.base import ClusterBackend
 from clusternet_nats.agent.identity import ClusterIdentity
 from clusternet_nats.api.apps import Description, DescriptionPhase, DescriptionStatus
-from clusternet_nats.api.registration import agent_consumer_name
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import StatusStore
@@ -38,9 +37,7 @@ class DescriptionController:
         self.backend = backend
         self.applier = Applier(backend)
         self.statuses: StatusStore[DescriptionStatus] = ctx.status_store(info.status_bucket, DescriptionStatus)
-        self.informer = ctx.objects(
-            Description, namespace_filter(identity.namespace), agent_consumer_name(identity.namespace)
-        )
+        self.informer = ctx.objects(Description, namespace_filter(identity.namespace))
         self.queue = ctx.queue("descriptions", self.reconcile)
         self.informer.add_handler(lambda key, _desc: self.queue.add(key))
         backend.on_status_change(self.queue.add)

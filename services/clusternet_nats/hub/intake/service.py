@@ -1,4 +1,4 @@
-"""The intake's responder: a queue group, so every hub replica shares the clusters' writes.
+"""The intake's responder: a queue group, so every hub replica shares the clusters' requests.
 
 Each request is handled in a task of its own, at most `concurrency` at once, and every request
 gets an answer: stored (with its revision) or refused (with a code and a reason that names only
@@ -17,6 +17,8 @@ from clusternet_nats.api.intake import (
     BUCKET_HEADER,
     DELETE,
     EVENT,
+    FOLLOW,
+    GET,
     KEY_HEADER,
     MAX_EVENT_BYTES,
     MAX_VALUE_BYTES,
@@ -27,6 +29,7 @@ from clusternet_nats.api.intake import (
 from clusternet_nats.api.labels import NODE_LABEL_PREFIX
 from clusternet_nats.api.registration import INTAKE_PREFIX, inbox_prefix
 from clusternet_nats.hub.intake.admission import EventRule, Refused, Rule, rules
+from clusternet_nats.hub.intake.feed import DescriptionsFeed
 from clusternet_nats.hub.registration.penalties import Penalties
 from clusternet_nats.hub.registration.records import CREDENTIALS_BUCKET, ClusterCredential
 from clusternet_nats.runtime.ratelimit import RateLimiter
@@ -55,7 +58,9 @@ class Intake:
     ) -> None:
         self.ctx = ctx
         self.rules: dict[str, Rule] = rules(ctx.js, label_prefixes)
-        self.stores = {bucket: JsonBucket(ctx.js, bucket) for bucket in self.rules}
+        self.feed = DescriptionsFeed(ctx.js)
+        self.stores = {bucket: JsonBucket(ctx.js, bucket) for bucket in (self.feed.bucket, *self.rules)}
+        """What a cluster may read (its own keys): its Descriptions and what it writes."""
         self.events = EventRule(JsonBucket(ctx.js, "descriptions"), MAX_EVENT_BYTES)
         self.limiter = RateLimiter(rate, burst)
         self.penalties = penalties
@@ -128,14 +133,23 @@ class Intake:
         if verb == EVENT:
             await self._event(cluster, msg.data)
             return IntakeReply()
+        if verb == FOLLOW:
+            return await self.feed.follow(cluster, msg.data)
         headers = msg.headers or {}
         bucket, key = headers.get(BUCKET_HEADER, ""), headers.get(KEY_HEADER, "")
+        store = self.stores.get(bucket)
+        if store is None:
+            raise Refused(403, f"a cluster may not use bucket {bucket!r}")
+        if not key.startswith(cluster.namespace + ".") or not _valid_key(key):
+            raise Refused(403, f"key {key!r} is not in cluster {cluster.name}'s namespace")
+        if verb == GET:
+            found = await store.get(key)
+            if found is None:
+                raise Refused(404, f"{bucket} {key} not found")
+            return IntakeReply(value=found[0].decode(), revision=found[1])
         rule = self.rules.get(bucket)
         if rule is None:
             raise Refused(403, f"a cluster may not write bucket {bucket!r}")
-        if not key.startswith(cluster.namespace + ".") or not _valid_key(key):
-            raise Refused(403, f"key {key!r} is not in cluster {cluster.name}'s namespace")
-        store = self.stores[bucket]
         revision = _revision(headers.get(REVISION_HEADER))
         if verb == DELETE:
             if not rule.deletable:
@@ -143,7 +157,7 @@ class Intake:
             await store.delete(key, revision)
             return IntakeReply()
         if verb != PUT or revision is None:
-            raise Refused(400, f"expected verb {PUT} with {REVISION_HEADER}, or {DELETE} or {EVENT}")
+            raise Refused(400, f"expected verb {PUT} with {REVISION_HEADER}, or {DELETE}, {GET}, {EVENT} or {FOLLOW}")
         data = await rule.admit(cluster, key, msg.data)
         try:
             written = await (store.create(key, data) if revision == 0 else store.write(key, data, revision))

@@ -1,46 +1,34 @@
 """What each identity may publish and subscribe: the isolation between clusters, in NATS terms.
 
-A cluster touches JetStream only through API subjects that name what they touch, and only what
-is its own: direct gets carry the key in the subject (`DIRECT.GET.<stream>.$KV.<bucket>.<its
-namespace>.>`), and it may create, pull from and delete exactly one consumer, whose name the
-grant fixes (`agent_consumer_name`) and whose filter is in the create subject (the server
-rejects a body whose filter differs). So it holds at most one consumer, cannot find, retarget,
-pull from or delete another's, and sends nothing to the JetStream API queue beyond its own
-consumer's life cycle. Stream and consumer info, listings, account info and message gets by
-sequence are not granted: they would reveal other namespaces' keys and consumers.
+A cluster has no JetStream API at all. NATS does not check reply subjects, and the server
+answers any JetStream request, and delivers any pull, to whatever reply the requester names; a
+stream stores whatever lands on its subjects. So in one account a cluster allowed a direct get
+of its own key could have the answer stored in another cluster's key, and one allowed to pull
+from its own consumer could have the deliveries stored anywhere (tests/isolation/
+test_attacks_deputy.py). Instead it asks the hub's intake (`clusternet.intake.<namespace>.>`,
+api/intake.py), which answers only its own inbox: reads of its own keys, writes, Events, and
+`follow`, on which the hub makes the one consumer that delivers the cluster's Descriptions to a
+subject inside the cluster's inbox. Nothing it can send reaches the JetStream API queue.
 
-It publishes into no stream: writes and Events are requests to the hub's intake
-(`clusternet.intake.<namespace>.>`, api/intake.py says why). Replies reach it on its own inbox
-prefix, which no other identity may subscribe to; a bootstrap token's holder has a prefix of
-its own (`registering_inbox_prefix`). Answers to the hub's requests go to its own
-`clusternet.reply.<namespace>` prefix; nothing else is open to it as a reply subject.
+Replies reach a cluster on its own inbox prefix, which no other identity may subscribe to; a
+bootstrap token's holder has a prefix of its own (`registering_inbox_prefix`). Answers to the
+hub's requests go to its own `clusternet.reply.<namespace>` prefix; nothing else is open to it
+as a reply subject.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET
 from clusternet_nats.api.push import PROXY_PREFIX
 from clusternet_nats.api.registration import (
     INTAKE_PREFIX,
-    agent_consumer_name,
     inbox_prefix,
     registering_inbox_prefix,
     registration_subject,
     reply_prefix,
 )
 
-FOLLOWED_BUCKET = "descriptions"
-"""The bucket a cluster follows with its one consumer, filtered to its namespace."""
-READ_BUCKETS = (
-    FOLLOWED_BUCKET,
-    "descriptions-status",
-    "managedclusters",
-    "managedclusters-status",
-    NODE_INVENTORIES_BUCKET,
-)
-"""Buckets whose keys in its namespace a cluster reads by direct get (the intake writes them)."""
 REQUEST_PREFIXES = (PROXY_PREFIX,)
 """Requests the hub side sends to a cluster, as `<prefix>.<cluster namespace>.>`."""
 
@@ -61,20 +49,10 @@ def registering(cluster_id: str) -> Permissions:
 
 
 def cluster(cluster_id: str, namespace: str, domain: str | None = None) -> Permissions:
-    publish = []
-    stream, consumer = f"KV_{FOLLOWED_BUCKET}", agent_consumer_name(namespace)
-    # Over a leaf link JetStream is reached through the hub's domain (`$JS.<domain>.API`).
-    for api in ("$JS.API", *([f"$JS.{domain}.API"] if domain else [])):
-        publish += [f"{api}.DIRECT.GET.KV_{bucket}.$KV.{bucket}.{namespace}.>" for bucket in READ_BUCKETS]
-        publish += [
-            f"{api}.CONSUMER.CREATE.{stream}.{consumer}.$KV.{FOLLOWED_BUCKET}.{namespace}.>",
-            f"{api}.CONSUMER.DELETE.{stream}.{consumer}",
-            f"{api}.CONSUMER.MSG.NEXT.{stream}.{consumer}",
-        ]
-    publish += [f"{INTAKE_PREFIX}.{namespace}.>", f"{reply_prefix(namespace)}.>"]
+    """`domain` is accepted for the callout's sake and unused: a cluster reaches no JetStream."""
+    publish = [f"{INTAKE_PREFIX}.{namespace}.>", f"{reply_prefix(namespace)}.>"]
     subscribe = [f"{inbox_prefix(cluster_id)}.>", *(f"{prefix}.{namespace}.>" for prefix in REQUEST_PREFIXES)]
     # An agent that restarted before it kept its approval asks again with its own secret (a token
     # may not name a registered id): it holds the registration subject and prefix of its id.
-    return Permissions(
-        publish=[*publish, *registering(cluster_id).publish], subscribe=[*subscribe, *registering(cluster_id).subscribe]
-    )
+    registration = registering(cluster_id)
+    return Permissions(publish=[*publish, *registration.publish], subscribe=[*subscribe, *registration.subscribe])

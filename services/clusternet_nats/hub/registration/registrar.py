@@ -27,6 +27,7 @@ from clusternet_nats.api.registration import (
     REGISTRATION_SUBJECT_PREFIX,
     RegistrationReply,
     RegistrationRequest,
+    registering_inbox_prefix,
 )
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.hub.registration.records import ClusterCredential, credential_store
@@ -69,6 +70,11 @@ class Registrar:
 
     async def _handle(self, msg: Msg) -> None:
         cluster_id = msg.subject.rsplit(".", 1)[-1]
+        if not msg.reply.startswith(registering_inbox_prefix(cluster_id) + "."):
+            # Not asked by a holder of this id's registration prefix: the server delivering
+            # someone else's message here (NATS does not check reply subjects). No one to answer.
+            log.warning("registration.foreign_message", cluster_id=cluster_id, reply=msg.reply)
+            return
         try:
             wire = RegistrationRequest.model_validate_json(msg.data)
             if wire.request.spec.cluster_id != cluster_id:
@@ -76,6 +82,9 @@ class Registrar:
             reply = await self.register(wire)
         except (ValidationError, ValueError) as err:
             reply = RegistrationReply(result=DENIED, error_message=f"invalid ClusterRegistrationRequest: {err}")
+        except Exception:  # the store failing: say so, rather than let the agent time out
+            log.exception("registration.failed", cluster_id=cluster_id)
+            reply = RegistrationReply(result=PENDING, error_message="the hub could not record the request yet")
         log.info("registration.answered", cluster_id=cluster_id, result=reply.result, error=reply.error_message)
         await msg.respond(reply.model_dump_json(by_alias=True, exclude_none=True).encode())
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusternet_nats.hub.intake import Intake
-from clusternet_nats.hub.registration.apiguard import ApiFloodGuard
 from clusternet_nats.hub.registration.callout import DEFAULT_CREDENTIAL_TTL, AuthCallout
 from clusternet_nats.hub.registration.penalties import Penalties
 from clusternet_nats.hub.registration.records import ensure_registration_buckets
@@ -58,7 +57,6 @@ async def build_registration(ctx: ServiceContext, options: RegistrationOptions) 
     revoker = Revoker(ctx, await system_conn.connect() if system_conn else None)
     penalties.kick = revoker.kick
     Intake(ctx, penalties)
-    await ApiFloodGuard(ctx.nc, penalties).start()
 
     async def close_on_shutdown() -> None:
         try:
