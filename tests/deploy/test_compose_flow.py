@@ -52,10 +52,14 @@ async def test_compose_services_run_on_their_own_credentials_and_the_agent_regis
             stack.callback(proc.stop)
         for proc in processes:
             proc.start()
-        for proc in processes:
-            await eventually(lambda p=proc: asyncio.to_thread(p.ready), timeout=60, what=f"{proc.name} /readyz")
-        agent.start()
-        await eventually(lambda: asyncio.to_thread(agent.ready), timeout=90, what="agent /readyz")
+        try:
+            for proc in processes:
+                await eventually(lambda p=proc: asyncio.to_thread(p.ready), timeout=60, what=f"{proc.name} /readyz")
+            agent.start()
+            await eventually(lambda: asyncio.to_thread(agent.ready), timeout=90, what="agent /readyz")
+        except TimeoutError as err:
+            logs = "\n".join(f"--- {p.name}\n{p.log_tail(15)}" for p in [*processes, agent])
+            raise AssertionError(f"{err}\n{logs}") from None
 
         nc = await nats.connect(shipped.env("hub")["CNET_NATS_URL"])
         try:
