@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import nats
@@ -33,8 +36,9 @@ def _process(name: str, module: str, env: dict[str, str], tmp: Path, *args: str)
 async def test_compose_services_run_on_their_own_credentials_and_the_agent_registers(tmp_path: Path) -> None:
     async with shipped_server(tmp_path) as shipped, contextlib.AsyncExitStack() as stack:
         hub_env = {**shipped.env("hub"), "CNET_HUB_CERT_DIR": str(tmp_path / "hub-certs")}
+        api_port = free_port()
         processes = [
-            _process("hub", "clusternet_nats.hub", hub_env, tmp_path, "--listen", f"127.0.0.1:{free_port()}"),
+            _process("hub", "clusternet_nats.hub", hub_env, tmp_path, "--listen", f"127.0.0.1:{api_port}"),
             *(
                 _process(s, f"clusternet_nats.{s}", shipped.env(s), tmp_path)
                 for s in ("scheduler", "deployer", "predictor")
@@ -74,3 +78,19 @@ async def test_compose_services_run_on_their_own_credentials_and_the_agent_regis
         finally:
             await nc.close()
         assert sorted(p.parent.name for p in (tmp_path / "state").glob("*/credentials.json")) == ["sim-1", "sim-2"]
+
+        # The hub's API: HTTPS with the CA it made, and only with the admin token init wrote.
+        admin_token = (shipped.out / "hub" / "token-auth.csv").read_text().split(",")[0]
+        url = f"https://127.0.0.1:{api_port}/apis/clusters.clusternet.io/v1beta1/managedclusters"
+        context = ssl.create_default_context(cafile=str(tmp_path / "hub-certs" / "ca.crt"))
+        assert await asyncio.to_thread(_status, url, context, None) == 401
+        assert await asyncio.to_thread(_status, url, context, admin_token) == 200
+
+
+def _status(url: str, context: ssl.SSLContext, token: str | None) -> int:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), context=context, timeout=10) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as err:
+        return err.code
