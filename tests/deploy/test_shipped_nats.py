@@ -123,7 +123,8 @@ async def _send_b_traffic(shipped: Shipped, cluster_id: str, namespace: str, b: 
         for subject in subjects:
             await hub.publish(subject, b"for B only")
         await hub.flush()
-        await eventually(lambda: sorted(received) == sorted(subjects), timeout=10, what="B received its messages")
+        state = f"B connected: {b.is_connected}, last error: {b.last_error!r}"
+        await eventually(lambda: sorted(received) == sorted(subjects), timeout=10, what=f"B received them ({state})")
     finally:
         if via is None:
             await hub.close()

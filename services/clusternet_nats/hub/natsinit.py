@@ -135,6 +135,16 @@ def auth_conf(state: Mapping[str, bytes]) -> bytes:
     return natsconf.secrets_include(passwords, jwt.public_key(_text(state, ISSUER_SEED))).encode()
 
 
+def token_auth_csv(state: Mapping[str, bytes]) -> bytes:
+    """The hub's `--token-auth-file` (kube-apiserver's format, token,user,uid,"groups"): the admin."""
+    return f'{_text(state, ADMIN_TOKEN)},admin,admin,"system:masters"\n'.encode()
+
+
+def derived(state: Mapping[str, bytes]) -> dict[str, bytes]:
+    """Files made from the state that consumers mount as they are."""
+    return {AUTH_CONF: auth_conf(state), TOKEN_AUTH_FILE: token_auth_csv(state)}
+
+
 def _env(values: Mapping[str, str]) -> bytes:
     """`KEY='value'` lines: what `set -a; . FILE` exports in a shell, and what dotenv readers take."""
     return "".join(f"{key}={shlex.quote(value)}\n" for key, value in values.items()).encode()
@@ -168,8 +178,7 @@ def consumer_files(state: Mapping[str, bytes], layout: Layout, root: Path) -> di
         }
     )
     files[root / "hub" / TOKENS_FILE] = state[BOOTSTRAP_TOKEN].strip() + b"\n"
-    # kube-apiserver's --token-auth-file format: token,user,uid,"groups"
-    files[root / "hub" / TOKEN_AUTH_FILE] = f'{_text(state, ADMIN_TOKEN)},admin,admin,"system:masters"\n'.encode()
+    files[root / "hub" / TOKEN_AUTH_FILE] = token_auth_csv(state)
     files[root / "agent" / HUB_CA] = state[CA_CERT]
     files[root / "agent" / ENV_FILE] = _env(
         {
@@ -201,8 +210,8 @@ def init_directory(root: Path, layout: Layout, leaf_hosts: list[str]) -> list[Pa
 
 
 def secret_data(state: Mapping[str, bytes]) -> dict[str, str]:
-    """The Secret's `data`: the state and the derived `auth.conf`, base64."""
-    values = {**state, AUTH_CONF: auth_conf(state)}
+    """The Secret's `data`: the state and the files derived from it, base64."""
+    values = {**state, **derived(state)}
     return {key: base64.b64encode(data).decode() for key, data in values.items()}
 
 
