@@ -38,7 +38,6 @@ from clusternet_nats.store import StatusStore
 from clusternet_nats.store.kv import Versioned
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 from pydantic import BaseModel
 
@@ -211,7 +210,6 @@ class AuthCallout:
         self._unknown_clusters = ExpiringSet(self.limits.negative_ttl, self.limits.max_negative)
         self._known_good = ExpiringSet(self.limits.known_good_ttl, self.limits.max_known_good)
         self._failures = SourceFailures(self.limits.source_failures, self.limits.source_window, self.limits.max_sources)
-        self._sub: Subscription | None = None
         self._log = log.bind(queue=queue, account=account)
 
     @property
@@ -219,14 +217,7 @@ class AuthCallout:
         return self.stats.refused
 
     async def start(self) -> None:
-        self._sub = await self.auth_nc.subscribe(AUTH_SUBJECT, queue=self.queue, cb=self._dispatch)
-
-    async def stop(self) -> None:
-        """Stops taking requests and lets those in flight be answered."""
-        if self._sub is not None:
-            await self._sub.unsubscribe()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.auth_nc.subscribe(AUTH_SUBJECT, queue=self.queue, cb=self._dispatch)
 
     async def _dispatch(self, msg: Msg) -> None:
         """nats-py runs one subscription's callbacks one after another, so each request is
