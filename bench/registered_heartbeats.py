@@ -1,12 +1,12 @@
-"""Benchmark: the hub side's cost of heartbeats from registered clusters (registration mode).
+"""Benchmark: what heartbeats of registered clusters cost the whole hub side (registration mode).
 
-A secured hub (real nats-server with auth callout; the hub's registration services, and so its
-intake, in this process) and one agent process hosting N simulated clusters that register with
-a bootstrap token, then report every `--report-frequency` seconds. Once every cluster has
-reported, samples for `--window` seconds the CPU of the hub side (nats-server plus this process,
-which runs nothing but the hub's services while sampling) and counts heartbeats stored. Prints,
-in the same run, the raw reference: nats-py `publish_async` into a JetStream stream on the same
-server, msgs/s.
+A secured hub nats-server (auth callout, TLS leaf port: testing/securehub.py), the hub in
+registration mode, the scheduler, deployer and predictor, each its own process as deployed, and
+one agent process hosting N simulated clusters that register with a bootstrap token and report
+every `--report-frequency` seconds. Once every cluster has reported, samples for `--window`
+seconds the CPU of the hub side (nats-server and the four services) and counts heartbeats
+stored. Prints, in the same run, the raw reference: nats-py `publish_async` into a JetStream
+stream on the same server, msgs/s.
 
     .venv/bin/python bench/registered_heartbeats.py --clusters 500 --report-frequency 5
 """
@@ -15,26 +15,38 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
+import os
 import sys
 import tempfile
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import nats
 import psutil
-import structlog
-from clusternet_nats.hub.registration.testing import Hub, secured_hub
-from clusternet_nats.store import JsonBucket
+from clusternet_nats.hub.registration import jwt
+from clusternet_nats.hub.registration.records import ensure_registration_buckets, new_token, token_store
+from clusternet_nats.store import JsonBucket, ensure_buckets
 from clusternet_nats.testing.natsserver import free_port
+from clusternet_nats.testing.securehub import SecureHub
 from clusternet_nats.testing.system import ServiceProcess
 
 STATUS_STREAM = "KV_managedclusters-status"
+HUB_SIDE = ("hub", "scheduler", "deployer", "predictor")
 
 
-async def stored_heartbeats(hub: Hub) -> tuple[int, int]:
+def service(name: str, directory: Path, args: list[str]) -> ServiceProcess:
+    return ServiceProcess(
+        name=name,
+        module=f"clusternet_nats.{name}",
+        args=[*args, "--log-level", "warning"],
+        log_path=directory / f"{name}.log",
+        health_port=free_port(),
+    )
+
+
+async def stored_heartbeats(js: nats.js.JetStreamContext) -> tuple[int, int]:
     """(clusters that reported, last sequence) of the cluster-status bucket."""
-    js = hub.nc.jetstream()
     keys = await JsonBucket(js, "managedclusters-status").keys()
     return len(keys), int((await js.stream_info(STATUS_STREAM)).state.last_seq)
 
@@ -55,54 +67,90 @@ async def publish_async_rate(url: str, count: int = 20_000) -> float:
         await nc.close()
 
 
+async def wait_ready(processes: list[ServiceProcess], timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    for proc in processes:
+        while not await asyncio.to_thread(proc.ready):
+            if time.monotonic() > deadline or not proc.running:
+                raise RuntimeError(f"{proc.name} did not become ready:\n{proc.log_tail()}")
+            await asyncio.sleep(0.2)
+
+
 async def main(clusters: int, report_frequency: float, window: float) -> int:
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     with tempfile.TemporaryDirectory(prefix="cnet-bench-") as tmp:
         directory = Path(tmp)
-        async with secured_hub(directory) as hub:
-            agent = ServiceProcess(
-                name="agent",
-                module="clusternet_nats.agent",
-                args=[
-                    *("--nats-url", hub.secure.server.url, "--log-level", "warning"),
+        seed = jwt.new_account_seed()
+        secure = SecureHub(directory, seed, jwt.public_key(seed))
+        secure.server.start()
+        nc = await nats.connect(secure.url("hub"))
+        js = nc.jetstream()
+        processes: list[ServiceProcess] = []
+        try:
+            await ensure_buckets(js)
+            await ensure_registration_buckets(js)
+            token, record = new_token(timedelta(hours=1))
+            await token_store(js).put(record.token_id, record, 0)
+            common = ["--nats-url", secure.url("hub"), "--jetstream-domain", "hub"]
+            os.environ["XDG_STATE_HOME"] = str(directory)  # where the hub keeps the CA it generates
+            hub_args = ["--listen", f"127.0.0.1:{free_port()}"]
+            hub_args += [
+                "--issuer-seed",
+                seed,
+                "--callout-url",
+                secure.url("callout"),
+                "--system-url",
+                secure.url("sys"),
+            ]
+            processes = [service("hub", directory, [*common, *hub_args])]
+            processes += [service(name, directory, common) for name in HUB_SIDE[1:]]
+            for proc in processes:
+                proc.start()
+            await wait_ready(processes)
+            agent = service(
+                "agent",
+                directory,
+                [
+                    *common,
                     *("--cluster-name", "bench", "--sim-clusters", str(clusters)),
-                    *("--bootstrap-token", await hub.token(), "--state-dir", str(directory / "state")),
-                    *("--jetstream-domain", "hub", "--cluster-status-update-frequency", str(report_frequency)),
+                    *("--bootstrap-token", token, "--state-dir", str(directory / "state")),
+                    *("--cluster-status-update-frequency", str(report_frequency)),
                 ],
-                log_path=directory / "agent.log",
-                health_port=free_port(),
             )
+            processes.append(agent)
             started = time.monotonic()
             agent.start()
-            try:
-                while (await stored_heartbeats(hub))[0] < clusters:
-                    if time.monotonic() - started > 600 or not agent.running:
-                        print("FAILED: not every cluster reported\n" + agent.log_tail())
-                        return 1
-                    await asyncio.sleep(0.5)
-                print(f"{clusters} clusters registered and reporting {time.monotonic() - started:.1f}s after start")
-                server = psutil.Process(hub.secure.server.proc.pid)  # type: ignore[union-attr]
-                here = psutil.Process()
-                for proc in (server, here):
-                    proc.cpu_percent(None)
-                _, seq0 = await stored_heartbeats(hub)
-                t0 = time.monotonic()
-                await asyncio.sleep(window)
-                elapsed = time.monotonic() - t0
-                server_cpu, hub_cpu = server.cpu_percent(None), here.cpu_percent(None)
-                _, seq1 = await stored_heartbeats(hub)
-            finally:
-                await asyncio.to_thread(agent.stop)
+            while (await stored_heartbeats(js))[0] < clusters:
+                if time.monotonic() - started > 600 or not agent.running:
+                    print("FAILED: not every cluster reported\n" + agent.log_tail())
+                    return 1
+                await asyncio.sleep(0.5)
+            print(f"{clusters} clusters registered and reporting {time.monotonic() - started:.1f}s after start")
+            hub_side = {"nats-server": psutil.Process(secure.server.proc.pid)}  # type: ignore[union-attr]
+            hub_side |= {p.name: psutil.Process(p.proc.pid) for p in processes if p.name in HUB_SIDE and p.proc}
+            for proc in hub_side.values():
+                proc.cpu_percent(None)
+            _, seq0 = await stored_heartbeats(js)
+            t0 = time.monotonic()
+            await asyncio.sleep(window)
+            elapsed = time.monotonic() - t0
+            cpu = {name: proc.cpu_percent(None) for name, proc in hub_side.items()}
+            _, seq1 = await stored_heartbeats(js)
             rate = (seq1 - seq0) / elapsed
-            total = server_cpu + hub_cpu
+            total = sum(cpu.values())
             print(f"heartbeats stored: {rate:.1f}/s (expected {clusters / report_frequency:.1f}/s)")
-            print(f"hub-side CPU: {total:.1f}% of one core", end=" ")
-            print(f"(nats-server {server_cpu:.1f}%, hub services {hub_cpu:.1f}%)")
+            print(
+                f"hub-side CPU: {total:.1f}% of one core (" + ", ".join(f"{n} {c:.1f}%" for n, c in cpu.items()) + ")"
+            )
             if rate:
                 print(f"hub-side CPU per heartbeat: {total / 100 / rate * 1000:.2f} ms")
-            reference = await publish_async_rate(hub.secure.url("hub"))
+            reference = await publish_async_rate(secure.url("hub"))
             print(f"reference: nats-py publish_async {reference:.0f} msgs/s on the same server")
             print(f"load average: {' '.join(f'{x:.2f}' for x in psutil.getloadavg())}")
+        finally:
+            for proc in reversed(processes):
+                await asyncio.to_thread(proc.stop)
+            await nc.close()
+            secure.server.cleanup()
     return 0
 
 
