@@ -57,8 +57,9 @@ SHORT = 2.0
 """How long an attacker waits for an answer that should never come."""
 
 
-class Unanswered(Exception):
-    """No reply came (refused by permissions, no responders, or dropped)."""
+def accepted(answer: dict[str, Any] | None) -> bool:
+    """A JetStream API answer that did what was asked (not refused, unanswered or an error)."""
+    return answer is not None and "error" not in answer
 
 
 @dataclass
@@ -77,8 +78,13 @@ class Connection:
         """A request whose answer may never come: None when refused, unanswered or no responders."""
         try:
             return await self.nc.request(subject, data, timeout=timeout, headers=headers)
-        except (TimeoutError, nats.errors.TimeoutError, nats.errors.NoRespondersError):
+        except (TimeoutError, nats.errors.Error):  # timeouts, no responders, a connection the hub closed
             return None
+
+    async def direct_get(self, bucket: str, key: str, timeout: float = 5.0) -> Msg | None:
+        """Reads a key as a cluster may: a direct get naming the key in the subject, no STREAM.INFO."""
+        msg = await self.ask(f"{DOMAIN_API}.DIRECT.GET.KV_{bucket}.$KV.{bucket}.{key}", b"", timeout=timeout)
+        return None if msg is None or (msg.headers or {}).get("Status") else msg
 
     async def listen(self, subject: str, queue: str = "") -> list[Msg]:
         """Everything that arrives on `subject` from now on, collected into the returned list."""
@@ -125,6 +131,9 @@ class Attacker(Connection):
     cluster_id: str = ""
     namespace: str = ""
     secret: str = ""
+    refused_consumers: bool = False
+    """The hub refused this cluster a consumer of its own (hardened: clusters hold none)."""
+    intake_answers: bool | None = None
 
     @property
     def consumer(self) -> str:
@@ -168,10 +177,15 @@ class Attacker(Connection):
     async def delete_consumer(self, name: str | None = None, stream: str = FOLLOWED_STREAM) -> dict[str, Any] | None:
         return await self.js_api(f"CONSUMER.DELETE.{stream}.{name or self.consumer}")
 
-    async def fresh_consumer(self, **config: Any) -> dict[str, Any] | None:
-        """Its own consumer, deleted and made again, so its consumer sequence starts at 1."""
-        await self.delete_consumer()
-        return await self.create_consumer(**config)
+    async def fresh_consumer(self, stream: str = FOLLOWED_STREAM, **config: Any) -> dict[str, Any] | None:
+        """Its own consumer, deleted and made again, so its consumer sequence starts at 1. Once the
+        hub has refused it a consumer, asks no more (each refusal costs a timeout)."""
+        if self.refused_consumers:
+            return None
+        await self.delete_consumer(stream=stream)
+        answer = await self.create_consumer(stream=stream, **config)
+        self.refused_consumers = answer is None
+        return answer
 
     async def pull(
         self,
@@ -190,17 +204,43 @@ class Attacker(Connection):
         )
         await self.settle()
 
-    async def pulled_own(self, timeout: float = 10.0) -> list[Msg]:
-        """Positive control: its own consumer delivers its own Descriptions to its own inbox."""
+    async def pulled_own(self, timeout: float = 5.0) -> list[Msg]:
+        """Its own consumer's deliveries of its own Descriptions to its own inbox: a positive
+        control where clusters may pull (empty where they hold no consumer at all)."""
         inbox = self.nc.new_inbox()
         got = await self.listen(inbox)
         await self.pull(inbox, batch=10)
-        await eventually(
-            lambda: any(not (m.headers or {}).get("Status") for m in got),
-            timeout,
-            what="the attacker's own consumer delivers to its own inbox",
-        )
+        with contextlib.suppress(TimeoutError):
+            await eventually(lambda: any(not (m.headers or {}).get("Status") for m in got), timeout)
         return [m for m in got if not (m.headers or {}).get("Status")]
+
+    async def follows_own(self, timeout: float = 10.0) -> bool:
+        """Positive control: this cluster follows its own Descriptions, by whichever path the hub
+        offers: `follow` through the intake (a consumer the hub makes, delivering into this
+        cluster's inbox), or a consumer of its own it pulls from."""
+        if not await self.has_intake():
+            return accepted(await self.create_consumer()) and bool(await self.pulled_own(timeout))
+        deliveries = await self.listen(f"{inbox_prefix(self.cluster_id)}.descriptions")
+        await self.settle()
+        reply = await self.intake("follow", b"{}", timeout=timeout)
+        if reply is not None and not reply.get("code"):
+            try:
+                await eventually(lambda: any(not (m.headers or {}).get("Status") for m in deliveries), timeout)
+            except TimeoutError:
+                return False
+            return True
+        return accepted(await self.create_consumer()) and bool(await self.pulled_own(timeout))
+
+    async def read_own(self, bucket: str, key: str, timeout: float = 5.0) -> bytes | None:
+        """Reads one of its own keys by whichever path the hub offers: a direct get, or `get`
+        through the intake (the record's JSON text)."""
+        if not await self.has_intake():
+            msg = await self.direct_get(bucket, key, timeout)
+            return None if msg is None else bytes(msg.data)
+        reply = await self.intake("get", b"", {INTAKE_BUCKET: bucket, INTAKE_KEY: key}, timeout=timeout)
+        if reply is not None and reply.get("value") is not None:
+            return str(reply["value"]).encode()
+        return None
 
     # -- writes, through every path a cluster has or had -----------------------------------------
 
@@ -219,7 +259,9 @@ class Attacker(Connection):
 
     async def has_intake(self) -> bool:
         """Whether the hub answers this cluster's intake at all (today's hub has none)."""
-        return await self.intake("event", b"{}") is not None
+        if self.intake_answers is None:
+            self.intake_answers = await self.intake("event", b"{}") is not None
+        return self.intake_answers
 
     async def store(
         self,
@@ -320,9 +362,15 @@ async def delivered(hub: Hub, stream: str, consumer: str, timeout: float = 5.0) 
     """Whether the consumer delivered something within `timeout` (the hub's view); False when it
     never delivered or does not exist (the attacker's create was refused)."""
 
+    js = hub.nc.jetstream()
+    try:
+        await js.consumer_info(stream, consumer)
+    except Exception:
+        return False  # the attacker's consumer was never made
+
     async def check() -> bool:
         try:
-            info = await hub.nc.jetstream().consumer_info(stream, consumer)
+            info = await js.consumer_info(stream, consumer)
         except Exception:
             return False
         return int(info.delivered.consumer_seq or 0) > 0

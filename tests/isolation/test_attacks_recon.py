@@ -95,8 +95,7 @@ async def test_wildcard_and_queue_subscriptions_intercept_nothing(
     assert answers == [b"from b"] * 5
     descriptions = JsonBucket(hub.nc.jetstream(), "descriptions")
     await descriptions.create(f"{bystander.namespace}.mine", b'{"b":"secret"}')
-    own = JsonBucket(bystander.nc.jetstream(domain="hub", timeout=5), "descriptions")
-    assert await own.get(f"{bystander.namespace}.mine") is not None
+    assert await bystander.read_own("descriptions", f"{bystander.namespace}.mine") is not None
 
     def intercepted() -> list[str]:
         return [

@@ -35,10 +35,9 @@ async def b_reads_its_secret(hub: Hub, b: Attacker, times: int = 3) -> None:
     descriptions = JsonBucket(hub.nc.jetstream(), "descriptions")
     if await descriptions.get(f"{b.namespace}.secret") is None:
         await descriptions.create(f"{b.namespace}.secret", json.dumps({"secret": SECRET}).encode())
-    own = JsonBucket(b.nc.jetstream(domain="hub", timeout=5), "descriptions")
     for _ in range(times):
-        found = await own.get(f"{b.namespace}.secret")
-        assert found is not None and SECRET in found[0].decode()
+        found = await b.read_own("descriptions", f"{b.namespace}.secret")
+        assert found is not None and SECRET.encode() in found, "B cannot read its own Description"
 
 
 def leaked(*subscriptions: list[Msg]) -> list[Msg]:
