@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import json
 import os
@@ -80,10 +81,17 @@ def _public_key_bytes(public: str, role: int | None = None) -> bytes:
     return raw[1:33]
 
 
+@functools.lru_cache(maxsize=8)
+def _key_pair(seed: str) -> tuple[nkeys.KeyPair, str]:
+    """A seed's key pair and public key, derived once: the callout signs twice per connection."""
+    keys = nkeys.from_seed(seed.encode())
+    return keys, str(keys.public_key.decode())
+
+
 def encode(claims: dict[str, Any], seed: str) -> str:
     """Signs claims as `iss` = the seed's public key, with `iat` and a `jti` content hash."""
-    keys = nkeys.from_seed(seed.encode())
-    body = {**claims, "iss": keys.public_key.decode(), "iat": int(time.time())}
+    keys, public = _key_pair(seed)
+    body = {**claims, "iss": public, "iat": int(time.time())}
     body["jti"] = base64.b32encode(hashlib.sha256(json.dumps(body, sort_keys=True).encode()).digest()).decode()
     signing_input = f"{_b64(json.dumps(_HEADER).encode())}.{_b64(json.dumps(body).encode())}"
     return f"{signing_input}.{_b64(keys.sign(signing_input.encode()))}"
