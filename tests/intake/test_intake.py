@@ -11,6 +11,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import nats.errors
 import pytest
 from clusternet_nats.api.apps import DescriptionPhase, DescriptionStatus
 from clusternet_nats.api.clusters import ManagedCluster
@@ -38,6 +39,7 @@ class Registered:
     name: str
     nc: NATS
     intake: IntakeClient
+    secret: str
 
     def statuses(self) -> StatusStore[DescriptionStatus]:
         return StatusStore(self.nc.jetstream(), "descriptions-status", DescriptionStatus, self.intake)
@@ -53,6 +55,7 @@ async def join(hub: Hub) -> Registered:
         reply.managed_cluster_name,
         nc,
         IntakeClient(nc, cluster_id, reply.dedicated_namespace),
+        secret,
     )
 
 
@@ -272,3 +275,22 @@ async def test_follow_delivers_own_descriptions_inside_own_inbox(hub: Hub, pair:
     with pytest.raises(IntakeRefusedError) as refused:
         await a.intake.follow(later + 1_000_000)
     assert refused.value.code == 410
+
+
+async def test_a_cluster_ignoring_its_429s_is_disconnected_and_refused_a_while(
+    hub: Hub, pair: tuple[Registered, Registered]
+) -> None:
+    a, b = pair
+    headers = {BUCKET_HEADER: "nowhere", KEY_HEADER: f"{a.namespace}.x", REVISION_HEADER: "0"}
+    # Burst (1,000) plus the refusals it may collect (500) and then some, without waiting for answers.
+    for _ in range(2500):
+        if a.nc.is_closed or not a.nc.is_connected:
+            break
+        await a.nc.publish(intake_subject(a.namespace, "put"), b"{}", reply=a.nc.new_inbox(), headers=headers)
+    await eventually(lambda: not a.nc.is_connected, timeout=15, what="the flooding cluster is disconnected")
+    assert hub.callout.penalties.refusal(a.intake.cluster_id) is not None
+    with pytest.raises(nats.errors.Error, match="Authorization Violation"):
+        await Client().connect(hub.secure.server.url, a.intake.cluster_id, a.secret)
+    again = await Client().connect(hub.secure.server.url, b.intake.cluster_id, b.secret)  # B is not banned
+    await again.close()
+    assert await b.statuses().put(f"{b.namespace}.app", status(), 0) > 0

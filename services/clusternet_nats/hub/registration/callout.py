@@ -32,6 +32,7 @@ import structlog
 from clusternet_nats.api.meta import CLUSTER_ID, utcnow
 from clusternet_nats.api.registration import credential_hash
 from clusternet_nats.hub.registration import jwt, permissions
+from clusternet_nats.hub.registration.penalties import Penalties
 from clusternet_nats.hub.registration.permissions import Permissions
 from clusternet_nats.hub.registration.records import TOKEN_PATTERN, credential_store, token_store
 from clusternet_nats.store import StatusStore
@@ -196,10 +197,13 @@ class AuthCallout:
         queue: str = QUEUE,
         limits: FloodLimits | None = None,
         servers: frozenset[str] | None = None,
+        penalties: Penalties | None = None,
     ) -> None:
         self.auth_nc, self.issuer_seed, self.account, self.ttl = auth_nc, issuer_seed, account, ttl
         self.domain, self.queue, self.servers = domain, queue, servers
         self.limits = limits or FloodLimits()
+        self.penalties = penalties or Penalties()
+        """Clusters banned for flooding the hub (penalties.py): refused until the ban ends."""
         self._issuer = jwt.public_key(issuer_seed)
         self.tokens = token_store(js)
         self.credentials = credential_store(js)
@@ -303,6 +307,9 @@ class AuthCallout:
         token = TOKEN_PATTERN.fullmatch(password)
         if token is None and not SECRET_PATTERN.fullmatch(password):
             raise Refused(f"cluster {user}: neither its credentials nor a bootstrap token")
+        banned = self.penalties.refusal(user)
+        if banned:
+            raise Refused(banned)
         now = time.monotonic()
         pair = _pair(user, password)
         source = source_of(host) if host else ""

@@ -8,6 +8,7 @@ the same secret (an agent retrying after a lost reply) gets the same answer agai
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 
 import structlog
@@ -56,8 +57,10 @@ def request_name(cluster_id: str) -> str:
 
 
 class Registrar:
-    def __init__(self, nc: NATS, js: JetStreamContext, manual_approval: bool = False) -> None:
+    def __init__(self, nc: NATS, js: JetStreamContext, manual_approval: bool = False, concurrency: int = 64) -> None:
         self.nc = nc
+        self._slots = asyncio.Semaphore(concurrency)
+        self._tasks: set[asyncio.Task[None]] = set()
         self.manual_approval = manual_approval
         self.credentials = credential_store(js)
         info = by_kind("ClusterRegistrationRequest")
@@ -66,7 +69,20 @@ class Registrar:
         self.clusters: ObjectStore[ManagedCluster] = ObjectStore(js, by_kind("ManagedCluster"))
 
     async def start(self) -> None:
-        await self.nc.subscribe(f"{REGISTRATION_SUBJECT_PREFIX}.*", queue=QUEUE, cb=self._handle)
+        await self.nc.subscribe(f"{REGISTRATION_SUBJECT_PREFIX}.*", queue=QUEUE, cb=self._dispatch)
+
+    async def _dispatch(self, msg: Msg) -> None:
+        """nats-py runs one subscription's callbacks one after another; a registration storm is
+        answered concurrently, at most `concurrency` at once (the compare-and-set on the cluster id
+        keeps two requests for one id apart)."""
+        await self._slots.acquire()
+        task = asyncio.create_task(self._handle(msg))
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._slots.release()
 
     async def _handle(self, msg: Msg) -> None:
         cluster_id = msg.subject.rsplit(".", 1)[-1]

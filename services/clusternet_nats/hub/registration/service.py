@@ -44,16 +44,18 @@ async def build_registration(ctx: ServiceContext, options: RegistrationOptions) 
         await store_token_file(ctx.js, options.bootstrap_token_file)
     callout_conn = Connection(options.callout_url, f"{ctx.name}/auth-callout")
     system_conn = Connection(options.system_url, f"{ctx.name}/system") if options.system_url else None
+    # A cluster flooding the intake is kicked (by the revoker) and refused (by the callout) a while.
+    penalties = Penalties()
     callout = AuthCallout(
         await callout_conn.connect(),
         ctx.js,
         options.issuer_seed,
         ttl=options.credential_ttl,
         domain=options.jetstream_domain,
+        penalties=penalties,
     )
     await callout.start()
     await Registrar(ctx.nc, ctx.js, options.manual_approval).start()
-    penalties = Penalties()
     revoker = Revoker(ctx, await system_conn.connect() if system_conn else None)
     penalties.kick = revoker.kick
     Intake(ctx, penalties)
