@@ -5,10 +5,8 @@ command, which, with exactly the Job's RBAC, makes the one Secret every manifest
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ from clusternet_nats.hub.natsinit import AUTH_CONF, SECRET_NAME, TOKEN_AUTH_FILE
 from clusternet_nats.runtime import natsconf
 
 from tests.bridge.conftest import Parent
+from tests.deploy.shipped import natsinit
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "k8s"
 AGENT = "system:serviceaccount:clusternet-system:clusternet-agent"
@@ -158,16 +157,11 @@ async def _as_init_job(parent: Parent, tmp_path: Path) -> Path:
     return path
 
 
-async def _run_init(kubeconfig: Path) -> None:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        *("-m", "clusternet_nats.hub.natsinit", "--kubernetes-secret", SECRET_NAME),
+async def _run_init(kubeconfig: Path, *extra: str) -> None:
+    await natsinit(
+        *("--kubernetes-secret", SECRET_NAME, *extra),
         *("--namespace", "clusternet-system", "--kubeconfig", str(kubeconfig)),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
     )
-    output, _ = await proc.communicate()
-    assert proc.returncode == 0, output.decode()
 
 
 def _secret_keys_named(objects: list[dict[str, Any]]) -> set[str]:
@@ -208,15 +202,7 @@ async def test_init_job_makes_the_secret_once_with_its_own_rbac(installed: Paren
 
     # Another leaf host: only the leaf certificate is reissued, by the same CA.
     extra = {**json.loads(json.dumps(first["data"]))}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        *("-m", "clusternet_nats.hub.natsinit", "--kubernetes-secret", SECRET_NAME, "--leaf-host", "hub.example.com"),
-        *("--namespace", "clusternet-system", "--kubeconfig", str(kubeconfig)),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    output, _ = await proc.communicate()
-    assert proc.returncode == 0, output.decode()
+    await _run_init(kubeconfig, "--leaf-host", "hub.example.com")
     changed = await installed.get("secret", SECRET_NAME, "-n", "clusternet-system")
     assert changed is not None
     assert {k for k, v in changed["data"].items() if extra.get(k) != v} == {"leaf.crt", "leaf.key"}

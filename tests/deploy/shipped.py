@@ -34,9 +34,14 @@ def read_env(path: Path) -> dict[str, str]:
 
 async def run_init(out: Path, *args: str) -> str:
     """`python -m clusternet_nats.hub.natsinit OUT ARGS`, as compose's init service runs it."""
+    return await natsinit(str(out), *args)
+
+
+async def natsinit(*args: str) -> str:
+    """`python -m clusternet_nats.hub.natsinit ARGS`; its output, once it exited 0."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
-        *("-m", "clusternet_nats.hub.natsinit", str(out), *args),
+        *("-m", "clusternet_nats.hub.natsinit", *args),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )

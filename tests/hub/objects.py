@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+UNAUTHORIZED = {
+    "apiVersion": "v1",
+    "kind": "Status",
+    "metadata": {},
+    "status": "Failure",
+    "message": "Unauthorized",
+    "reason": "Unauthorized",
+    "code": 401,
+}
+"""kube-apiserver's answer to a request without valid credentials, byte for byte."""
 APPS = "/apis/apps.clusternet.io/v1alpha1"
 
 

@@ -19,18 +19,11 @@ from clusternet_nats.runtime import pki
 from clusternet_nats.testing.natsserver import NatsServer
 from cryptography import x509
 
+from tests.hub.objects import UNAUTHORIZED
+
 from .conftest import EDITOR, TEAM_A, VIEWER
 from .objects import subs_path, subscription
 
-UNAUTHORIZED = {
-    "apiVersion": "v1",
-    "kind": "Status",
-    "metadata": {},
-    "status": "Failure",
-    "message": "Unauthorized",
-    "reason": "Unauthorized",
-    "code": 401,
-}
 """kube-apiserver's answer to a request without valid credentials, to the byte (as JSON)."""
 
 

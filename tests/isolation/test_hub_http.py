@@ -20,6 +20,8 @@ from clusternet_nats.hub.testing import ServedHub, running_hub
 from clusternet_nats.testing.natsserver import NatsServer
 from nats.js import JetStreamContext
 
+from tests.hub.objects import UNAUTHORIZED
+
 VIEWER, EDITOR = "mallory-viewer", "eve-editor"
 OWN, OTHER = "team-eve", "team-victim"
 SEED = "seed"
@@ -32,15 +34,6 @@ POLICY = {
 ANONYMOUS = {("GET", "/healthz"), ("HEAD", "/healthz"), ("GET", "/readyz"), ("HEAD", "/readyz")}
 READS = frozenset({"GET", "HEAD"})
 REGISTRATION = "/apis/registration.clusternet-nats.io/"
-UNAUTHORIZED = {
-    "apiVersion": "v1",
-    "kind": "Status",
-    "metadata": {},
-    "status": "Failure",
-    "message": "Unauthorized",
-    "reason": "Unauthorized",
-    "code": 401,
-}
 
 
 @pytest.fixture

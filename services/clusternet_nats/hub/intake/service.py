@@ -9,8 +9,6 @@ unapproved cluster is refused, as is a message whose reply subject is not its ow
 
 from __future__ import annotations
 
-import asyncio
-
 import nats.errors
 import structlog
 from clusternet_nats.api.intake import (
@@ -34,6 +32,7 @@ from clusternet_nats.hub.registration.penalties import Penalties
 from clusternet_nats.hub.registration.records import CREDENTIALS_BUCKET, ClusterCredential
 from clusternet_nats.runtime.ratelimit import RateLimiter
 from clusternet_nats.runtime.service import ServiceContext
+from clusternet_nats.runtime.tasks import TaskPool
 from clusternet_nats.store import AlreadyExistsError, ConflictError, Informer, JsonBucket
 from clusternet_nats.store.events import event_subject
 from nats.aio.msg import Msg
@@ -70,8 +69,7 @@ class Intake:
         self.credentials: Informer[ClusterCredential] = ctx.records(CREDENTIALS_BUCKET, ClusterCredential)
         self._by_namespace: dict[str, ClusterCredential] = {}
         self.credentials.add_handler(self._index)
-        self._slots = asyncio.Semaphore(concurrency)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._pool = TaskPool(concurrency)
         self.refused = 0
         ctx.run_forever(self.serve)
 
@@ -85,16 +83,9 @@ class Intake:
         sub = await self.ctx.nc.subscribe(f"{INTAKE_PREFIX}.*.*", queue=QUEUE)
         try:
             async for msg in sub.messages:
-                await self._slots.acquire()
-                task = asyncio.create_task(self._answer(msg))
-                self._tasks.add(task)
-                task.add_done_callback(self._done)
+                await self._pool.submit(self._answer(msg))
         finally:
             await sub.unsubscribe()
-
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        self._slots.release()
 
     async def _answer(self, msg: Msg) -> None:
         _, _, namespace, verb = msg.subject.split(".", 3)

@@ -17,7 +17,6 @@ that were granted recently, so its valid clusters keep reconnecting.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import ipaddress
@@ -35,6 +34,7 @@ from clusternet_nats.hub.registration import jwt, permissions
 from clusternet_nats.hub.registration.penalties import Penalties
 from clusternet_nats.hub.registration.permissions import Permissions
 from clusternet_nats.hub.registration.records import TOKEN_PATTERN, credential_store, token_store
+from clusternet_nats.runtime.tasks import TaskPool
 from clusternet_nats.store import StatusStore
 from clusternet_nats.store.kv import Versioned
 from nats.aio.client import Client as NATS
@@ -208,8 +208,7 @@ class AuthCallout:
         self.tokens = token_store(js)
         self.credentials = credential_store(js)
         self.stats = CalloutStats()
-        self._slots = asyncio.Semaphore(self.limits.max_in_flight)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._pool = TaskPool(self.limits.max_in_flight)
         self._unknown_tokens = ExpiringSet(self.limits.negative_ttl, self.limits.max_negative)
         self._unknown_clusters = ExpiringSet(self.limits.negative_ttl, self.limits.max_negative)
         self._known_good = ExpiringSet(self.limits.known_good_ttl, self.limits.max_known_good)
@@ -224,16 +223,8 @@ class AuthCallout:
         await self.auth_nc.subscribe(AUTH_SUBJECT, queue=self.queue, cb=self._dispatch)
 
     async def _dispatch(self, msg: Msg) -> None:
-        """nats-py runs one subscription's callbacks one after another, so each request is
-        answered in a task of its own; waiting here for a free slot bounds the work in flight."""
-        await self._slots.acquire()
-        task = asyncio.create_task(self._answer(msg))
-        self._tasks.add(task)
-        task.add_done_callback(self._finished)
-
-    def _finished(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        self._slots.release()
+        """Each request is answered in a task of its own (runtime/tasks.py)."""
+        await self._pool.submit(self._answer(msg))
 
     async def _answer(self, msg: Msg) -> None:
         stats = self.stats

@@ -8,7 +8,6 @@ the same secret (an agent retrying after a lost reply) gets the same answer agai
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 
 import structlog
@@ -32,6 +31,7 @@ from clusternet_nats.api.registration import (
 )
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.hub.registration.records import ClusterCredential, credential_store
+from clusternet_nats.runtime.tasks import TaskPool
 from clusternet_nats.store import AlreadyExistsError, ObjectStore, StatusStore
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -59,8 +59,7 @@ def request_name(cluster_id: str) -> str:
 class Registrar:
     def __init__(self, nc: NATS, js: JetStreamContext, manual_approval: bool = False, concurrency: int = 64) -> None:
         self.nc = nc
-        self._slots = asyncio.Semaphore(concurrency)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._pool = TaskPool(concurrency)
         self.manual_approval = manual_approval
         self.credentials = credential_store(js)
         info = by_kind("ClusterRegistrationRequest")
@@ -72,17 +71,9 @@ class Registrar:
         await self.nc.subscribe(f"{REGISTRATION_SUBJECT_PREFIX}.*", queue=QUEUE, cb=self._dispatch)
 
     async def _dispatch(self, msg: Msg) -> None:
-        """nats-py runs one subscription's callbacks one after another; a registration storm is
-        answered concurrently, at most `concurrency` at once (the compare-and-set on the cluster id
-        keeps two requests for one id apart)."""
-        await self._slots.acquire()
-        task = asyncio.create_task(self._handle(msg))
-        self._tasks.add(task)
-        task.add_done_callback(self._finished)
-
-    def _finished(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        self._slots.release()
+        """A registration storm is answered concurrently (runtime/tasks.py); the compare-and-set
+        on the cluster id keeps two requests for one id apart."""
+        await self._pool.submit(self._handle(msg))
 
     async def _handle(self, msg: Msg) -> None:
         cluster_id = msg.subject.rsplit(".", 1)[-1]
