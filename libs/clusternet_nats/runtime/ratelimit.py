@@ -1,7 +1,7 @@
 """Token buckets per identity: one cluster's flood costs it its own budget, never another's.
 
-Used by the hub's intake (writes per cluster) and its API flood guard (JetStream API requests
-per cluster).
+Used by the hub's intake: requests per cluster, and the refusals a cluster may ignore before it
+is banned.
 
 Memory is bounded: at most `max_clusters` buckets are kept, the least recently used dropped
 first (a dropped bucket comes back full, which only forgives an idle cluster).

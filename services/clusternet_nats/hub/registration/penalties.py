@@ -1,11 +1,11 @@
 """Clusters banned for a while for flooding, consulted by the callout on each connection.
 
-NATS has no rate limit per user: a cluster with a valid credential may send as many JetStream
-API requests or intake writes as its link carries, and the server's API queue and the hub's
-intake are shared by every cluster. So a cluster found flooding (apiguard.py, the intake) is
-banned: its connections are kicked and the callout refuses it until the ban ends. A repeat
-doubles the ban, up to `longest`. The state is each hub replica's own; every replica sees the
-advisories that lead to a ban, so they agree without sharing it.
+NATS has no rate limit per user: a cluster with a valid credential may send as many requests as
+its link carries, and the hub's intake is shared by every cluster. The intake answers a cluster
+past its rate with 429; one that goes on regardless is banned: its connections are kicked and
+the callout refuses it until the ban ends. A repeat doubles the ban, up to `longest`. The state
+is each hub replica's own: the intake's queue group spreads a flood over the replicas, so each
+bans the flooder from what it sees.
 """
 
 from __future__ import annotations
