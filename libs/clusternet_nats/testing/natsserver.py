@@ -19,10 +19,20 @@ from pathlib import Path
 MAX_PAYLOAD = 8 * 1024 * 1024
 
 
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port nothing listens on, never one this process handed out before: the kernel
+    may give a just-released port again, so two calls in a row (a server's client and leaf
+    ports) could otherwise return the same one (seen: nats-server failing to bind its leaf port)."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
 
 
 def nats_server_binary() -> str:
