@@ -226,12 +226,11 @@ class Informer(Generic[T]):
             await asyncio.wait({pull, reset}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             reset.cancel()
-        if not pull.done():
-            pull.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await pull
-            return None
-        return pull.result()
+            if not pull.done():  # a resync, or the informer stopping: the pull is abandoned
+                pull.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await pull
+        return None if pull.cancelled() else pull.result()
 
     async def _stream_was_reset(self) -> bool:
         if not self._last_seq:
