@@ -148,7 +148,6 @@ class Informer(Generic[T]):
 
     async def _follow(self) -> None:
         self._reset.clear()
-        relist = False
         if self.intake is not None:
             reader, pending, relist = await self._delivered_by_hub(self.intake)
             name = None

@@ -14,7 +14,7 @@ anyone) is gone, and only a new consumer from the last applied sequence gets it 
 NATS does not check reply subjects: anyone may pull from a consumer of their own with our inbox
 as the reply, and the server delivers their messages to us. A delivery is taken only when its
 ack subject, which the server writes, names our stream and our consumer; anything else is
-dropped and counted (`foreign`).
+dropped with a warning.
 """
 
 from __future__ import annotations
@@ -55,8 +55,6 @@ class PullReader:
     ) -> None:
         self.nc = nc
         self.stream, self.consumer = stream, consumer
-        self.foreign = 0
-        """Deliveries dropped because they came from another stream or consumer."""
         self.batch = batch
         self.expires = expires
         self.heartbeat = max(0.5, min(15.0, expires / 3))
@@ -127,7 +125,6 @@ class PullReader:
             meta = None
         if meta is not None and meta.stream == self.stream and meta.consumer == self.consumer:
             return True
-        self.foreign += 1
         log.warning("pull.foreign_delivery", stream=self.stream, consumer=self.consumer, reply=msg.reply)
         return False
 

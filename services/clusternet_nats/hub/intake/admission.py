@@ -150,8 +150,8 @@ class EventRule:
         return event
 
 
-def rules(js: JetStreamContext, label_prefixes: tuple[str, ...]) -> dict[str, Rule]:
-    descriptions = JsonBucket(js, by_kind(Description.KIND).bucket)
+def rules(js: JetStreamContext, descriptions: JsonBucket, label_prefixes: tuple[str, ...]) -> dict[str, Rule]:
+    """The rule of each bucket a cluster may write; `descriptions` is the hub's Descriptions bucket."""
     clusters: ObjectStore[ManagedCluster] = ObjectStore(js, by_kind(ManagedCluster.KIND))
     made: list[Rule] = [
         DescriptionStatusRule(descriptions),

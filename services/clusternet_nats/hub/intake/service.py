@@ -56,11 +56,12 @@ class Intake:
         label_prefixes: tuple[str, ...] = (NODE_LABEL_PREFIX,),
     ) -> None:
         self.ctx = ctx
-        self.rules: dict[str, Rule] = rules(ctx.js, label_prefixes)
         self.feed = DescriptionsFeed(ctx.js)
-        self.stores = {bucket: JsonBucket(ctx.js, bucket) for bucket in (self.feed.bucket, *self.rules)}
+        descriptions = JsonBucket(ctx.js, self.feed.bucket)
+        self.rules: dict[str, Rule] = rules(ctx.js, descriptions, label_prefixes)
+        self.stores = {self.feed.bucket: descriptions, **{bucket: JsonBucket(ctx.js, bucket) for bucket in self.rules}}
         """What a cluster may read (its own keys): its Descriptions and what it writes."""
-        self.events = EventRule(JsonBucket(ctx.js, "descriptions"), MAX_EVENT_BYTES)
+        self.events = EventRule(descriptions, MAX_EVENT_BYTES)
         self.limiter = RateLimiter(rate, burst)
         self.penalties = penalties
         self._persisting = RateLimiter(rate / 10, burst / 2)
@@ -70,7 +71,6 @@ class Intake:
         self._by_namespace: dict[str, ClusterCredential] = {}
         self.credentials.add_handler(self._index)
         self._pool = TaskPool(concurrency)
-        self.refused = 0
         ctx.run_forever(self.serve)
 
     def _index(self, _key: str, credential: ClusterCredential | None) -> None:
@@ -98,7 +98,6 @@ class Intake:
         try:
             reply = await self._handle(cluster, verb, msg)
         except Refused as err:
-            self.refused += 1
             log.info("intake.refused", cluster=cluster.name, verb=verb, code=err.code, reason=str(err))
             reply = IntakeReply(code=err.code, error=str(err))
         except nats.errors.Error as err:
