@@ -18,8 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -527,16 +526,3 @@ async def victim_agent(hub: Hub, directory: Path, *args: str, name: str = "victi
         yield Victim(
             hub, name, saved["clusterId"] if "clusterId" in saved else saved["cluster_id"], saved["namespace"], state
         )
-
-
-async def holds(check: Callable[[], bool | Awaitable[bool]], seconds: float, what: str) -> None:
-    """Asserts `check` stays true for `seconds` (a bounded negative wait; use after a positive control)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        result = check()
-        if not isinstance(result, bool):
-            result = await result
-        assert result, what
-        if time.monotonic() > deadline:
-            return
-        await asyncio.sleep(0.1)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 
 from clusternet_nats.api.registration import agent_consumer_name
-from clusternet_nats.testing.waiting import eventually
+from clusternet_nats.testing.waiting import eventually, holds
 from nats.aio.msg import Msg
 
 from tests.isolation.attackers import (
@@ -23,7 +23,6 @@ from tests.isolation.attackers import (
     Attacker,
     Victim,
     consumers,
-    holds,
     leaked_pull_inbox,
     put_description,
     victims_consumer,

@@ -17,14 +17,13 @@ from clusternet_nats.api.push import PruneRequest, PushRequest, proxy_subject
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.runtime.tunnel import request_cluster
 from clusternet_nats.store import ObjectStore
-from clusternet_nats.testing.waiting import eventually
+from clusternet_nats.testing.waiting import eventually, holds
 
 from tests.isolation.attackers import (
     Attacker,
     Victim,
     accepted,
     delivered,
-    holds,
     leaked_pull_inbox,
     put_description,
     victim_agent,

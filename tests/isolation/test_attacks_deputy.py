@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 
 from clusternet_nats.runtime.tunnel import request_cluster
-from clusternet_nats.testing.waiting import eventually
+from clusternet_nats.testing.waiting import eventually, holds
 from nats.aio.msg import Msg
 
 from tests.isolation.attackers import (
@@ -23,7 +23,6 @@ from tests.isolation.attackers import (
     FOLLOWED_STREAM,
     Attacker,
     delivered,
-    holds,
     put_description,
     seed_records,
     stream_messages,

@@ -16,7 +16,7 @@ import time
 from clusternet_nats.api.registration import inbox_prefix
 from clusternet_nats.runtime.tunnel import request_cluster
 from clusternet_nats.store import JsonBucket
-from clusternet_nats.testing.waiting import eventually
+from clusternet_nats.testing.waiting import eventually, holds
 from nats.aio.msg import Msg
 
 from tests.isolation.attackers import (
@@ -24,7 +24,6 @@ from tests.isolation.attackers import (
     SHORT,
     Attacker,
     connect,
-    holds,
     seed_records,
     unchanged,
 )

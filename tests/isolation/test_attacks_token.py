@@ -13,7 +13,7 @@ from pathlib import Path
 from clusternet_nats.agent.leaf import LeafNode, LeafRemote
 from clusternet_nats.api.registration import inbox_prefix
 from clusternet_nats.store import JsonBucket
-from clusternet_nats.testing.waiting import eventually
+from clusternet_nats.testing.waiting import eventually, holds
 from nats.aio.msg import Msg
 
 from tests.isolation.attackers import (
@@ -21,7 +21,6 @@ from tests.isolation.attackers import (
     Attacker,
     Connection,
     connect,
-    holds,
     leaf_subscriptions,
     token_holder,
 )

@@ -1,4 +1,9 @@
-"""Waiting on a condition with a deadline: the only synchronisation tests use."""
+"""Waiting on a condition with a deadline: the only synchronisation tests use.
+
+`eventually` waits for something to happen; `holds` asserts that something stays true for a
+bounded time, the only way to show that a thing did not happen (use it after a positive control
+that proves the channel works).
+"""
 
 import asyncio
 import inspect
@@ -31,4 +36,17 @@ async def eventually(check: Callable[[], Any], timeout: float = 30.0, interval: 
             last = err
         if time.monotonic() > deadline:
             raise TimeoutError(f"condition not met within {timeout}s: {what or check!r}; last: {last!r}")
+        await asyncio.sleep(interval)
+
+
+async def holds(check: Callable[[], Any], seconds: float, what: str, interval: float = 0.1) -> None:
+    """Asserts `check` stays truthy for `seconds` (a bounded negative wait)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        result = check()
+        if inspect.isawaitable(result):
+            result = await result
+        assert result, what
+        if time.monotonic() > deadline:
+            return
         await asyncio.sleep(interval)
