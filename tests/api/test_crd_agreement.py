@@ -277,9 +277,7 @@ FULL: dict[str, dict[str, Any]] = {
         "clusternet-reserved",
         template={"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": 6, "x": [None, {}]}},
     ),
-    "HelmChart": _obj(
-        "HelmChart", "mysql", "default", spec=HELM, status={"phase": "Found", "reason": "chart exists"}
-    ),
+    "HelmChart": _obj("HelmChart", "mysql", "default", spec=HELM, status={"phase": "Found", "reason": "chart exists"}),
     "HelmRelease": _obj(
         "HelmRelease",
         "helm-demo-mysql",

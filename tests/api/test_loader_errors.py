@@ -115,8 +115,11 @@ def test_wrong_version_of_a_clusternet_kind() -> None:
 
 @pytest.mark.parametrize(
     ("drop", "field"),
-    [("apiVersion: apps.clusternet.io/v1alpha1\n", "apiVersion"), ("kind: Subscription\n", "kind"),
-     ("  name: app-demo\n", "metadata.name")],
+    [
+        ("apiVersion: apps.clusternet.io/v1alpha1\n", "apiVersion"),
+        ("kind: Subscription\n", "kind"),
+        ("  name: app-demo\n", "metadata.name"),
+    ],
 )
 def test_missing_type_or_name(drop: str, field: str) -> None:
     err = _error(SUBSCRIPTION.replace(drop, "", 1))

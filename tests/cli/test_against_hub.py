@@ -107,7 +107,12 @@ spec: {{clusterId: {CLUSTER_ID}, syncMode: Pull, clusterType: EdgeCluster}}
     result = await cnet("get", "mcls", "-n", unique_ns)
     header, row = result.output.splitlines()[:2]
     assert [h.strip() for h in header.split("   ") if h.strip()] == [
-        "NAME", "CLUSTER ID", "SYNC MODE", "KUBERNETES", "STATUS", "AGE"
+        "NAME",
+        "CLUSTER ID",
+        "SYNC MODE",
+        "KUBERNETES",
+        "STATUS",
+        "AGE",
     ]
     assert row.split()[:5] == ["child", CLUSTER_ID, "Pull", "v1.30.2", "True"]
     wide = (await cnet("get", "mcls", "-n", unique_ns, "-o", "wide")).output.splitlines()

@@ -34,7 +34,15 @@ spec: {{clusterId: {cluster_id}, syncMode: Dual, clusterType: EdgeCluster}}
     assert headers(tables[0][0]) == ["NAME", "CLUSTER ID", "STATUS", "AGE"]
     assert any(f"clusternet-{cluster_id}" in line and cluster_id in line for line in tables[0][1:])
     assert headers(tables[1][0]) == [
-        "NAMESPACE", "NAME", "CLUSTER ID", "CLUSTER TYPE", "SYNC MODE", "KUBERNETES", "STATUS", "AGE", "AGENT VERSION"
+        "NAMESPACE",
+        "NAME",
+        "CLUSTER ID",
+        "CLUSTER TYPE",
+        "SYNC MODE",
+        "KUBERNETES",
+        "STATUS",
+        "AGE",
+        "AGENT VERSION",
     ]
     row = next(line.split() for line in tables[1][1:] if line.startswith(unique_ns))
     assert row[2:5] == [cluster_id, "EdgeCluster", "Dual"]

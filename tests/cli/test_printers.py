@@ -11,9 +11,20 @@ from clusternet_nats.cli.printers import age, human_duration, render_table
 
 @pytest.mark.parametrize(
     ("seconds", "shown"),
-    [(5, "5s"), (119, "119s"), (200, "3m20s"), (180, "3m"), (3 * 3600, "3h"), (2 * 3600 + 300, "125m"),
-     (5 * 3600 + 600, "5h10m"), (30 * 3600, "30h"), (4 * 86400, "4d"), (3 * 86400 + 7200, "3d2h"),
-     (40 * 86400, "40d"), (3 * 365 * 86400, "3y")],
+    [
+        (5, "5s"),
+        (119, "119s"),
+        (200, "3m20s"),
+        (180, "3m"),
+        (3 * 3600, "3h"),
+        (2 * 3600 + 300, "125m"),
+        (5 * 3600 + 600, "5h10m"),
+        (30 * 3600, "30h"),
+        (4 * 86400, "4d"),
+        (3 * 86400 + 7200, "3d2h"),
+        (40 * 86400, "40d"),
+        (3 * 365 * 86400, "3y"),
+    ],
 )
 def test_human_duration(seconds: int, shown: str) -> None:
     assert human_duration(seconds) == shown

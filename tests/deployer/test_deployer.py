@@ -18,12 +18,13 @@ from clusternet_nats.api.apps import (
     Subscription,
     SubscriptionStatus,
 )
-from clusternet_nats.api.binding import SubscriptionBinding, short_hash, spec_hash
+from clusternet_nats.api.binding import SubscriptionBinding, spec_hash
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.loader import parse_object
 from clusternet_nats.api.meta import KubeObject, ObjectMeta
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.deployer.service import build
+from clusternet_nats.domain.names import short_hash
 from clusternet_nats.store import BINDINGS_BUCKET, JsonBucket, ObjectStore, StatusStore, list_events, object_key
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer

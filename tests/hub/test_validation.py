@@ -26,9 +26,7 @@ async def test_wrong_enum_is_invalid_with_the_field(http: aiohttp.ClientSession,
         assert resp.status == 422
         status = await _status(resp)
     assert status["reason"] == "Invalid" and status["code"] == 422
-    assert status["message"].startswith(
-        'Subscription.apps.clusternet.io "demo" is invalid: spec.schedulingStrategy: '
-    )
+    assert status["message"].startswith('Subscription.apps.clusternet.io "demo" is invalid: spec.schedulingStrategy: ')
     assert status["details"]["name"] == "demo" and status["details"]["kind"] == "Subscription"
     assert [c["field"] for c in status["details"]["causes"]] == ["spec.schedulingStrategy"]
     assert await _absent(http, unique_ns)

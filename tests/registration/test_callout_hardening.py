@@ -34,10 +34,11 @@ from clusternet_nats.api.registration import (
     registration_subject,
 )
 from clusternet_nats.api.registry import by_kind
+from clusternet_nats.domain.names import registration_request_name
 from clusternet_nats.hub.registration import permissions
 from clusternet_nats.hub.registration.callout import ExpiringSet, Refused, SourceFailures, source_of
 from clusternet_nats.hub.registration.records import CREDENTIALS_BUCKET, credential_store
-from clusternet_nats.hub.registration.registrar import approved, placement, request_name
+from clusternet_nats.hub.registration.registrar import approved, placement
 from clusternet_nats.hub.registration.testing import Hub, secured_hub
 from clusternet_nats.store import JsonBucket, ObjectStore, StatusStore
 from clusternet_nats.testing.waiting import eventually
@@ -166,7 +167,7 @@ async def test_a_pending_agent_asks_again_with_its_own_secret(tmp_path: Path) ->
         # An administrator approves (as `cnet approve clsrr` does); the next ask learns it.
         info = by_kind("ClusterRegistrationRequest")
         status = StatusStore(hub.nc.jetstream(), info.status_bucket or "", ClusterRegistrationRequestStatus)
-        key = ObjectStore(hub.nc.jetstream(), info).key(None, request_name(cluster_id))
+        key = ObjectStore(hub.nc.jetstream(), info).key(None, registration_request_name(cluster_id))
         current = await status.get(key)
         assert current is not None and current.value.result == PENDING
         await status.put(key, approved(namespace, name), current.revision)

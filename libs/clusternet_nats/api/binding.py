@@ -6,7 +6,6 @@ specHash, desiredReleases). Keeping it in its own bucket means the scheduler and
 the hub merges both into `status` when a user reads the Subscription.
 """
 
-import hashlib
 import json
 
 from clusternet_nats.api.meta import Model
@@ -28,18 +27,6 @@ def spec_hash(spec: Model) -> int:
     for byte in data:
         h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
     return h
-
-
-def short_hash(*parts: str, length: int = 5) -> str:
-    """Deterministic lowercase suffix for derived names (Clusternet uses a random one)."""
-    digest = hashlib.sha256("/".join(parts).encode()).hexdigest()
-    alphabet = "bcdfghjklmnpqrstvwxz2456789"
-    n = int(digest, 16)
-    out = []
-    for _ in range(length):
-        n, r = divmod(n, len(alphabet))
-        out.append(alphabet[r])
-    return "".join(out)
 
 
 def feed_key(api_version: str, kind: str, namespace: str | None, name: str) -> str:

@@ -46,10 +46,10 @@ QUANTITY = (
 )
 
 # Clusternet's patterns for cluster ids and names; unanchored, as in its CRDs (regex search).
-CLUSTER_ID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+CLUSTER_ID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 CLUSTER_NAME = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?([a-z0-9]([-a-z0-9]*[a-z0-9]))*"
 
-ClusterID = Annotated[str, Field(pattern=CLUSTER_ID)]
+ClusterID = Annotated[str, Field(pattern=CLUSTER_ID_PATTERN)]
 ClusterName = Annotated[str, Field(max_length=30, pattern=CLUSTER_NAME)]
 
 # Integers are strict: the API server rejects "3" where an integer is due, so must we (pydantic's
@@ -137,9 +137,7 @@ def _check_qualified_key(key: str) -> str:
     if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
         raise ValueError(f"invalid prefix {prefix!r} in key {key!r}: must be a DNS subdomain")
     if not name or len(name) > 63 or not QUALIFIED_NAME.match(name):
-        raise ValueError(
-            f"invalid key {key!r}: name part must be 63 characters or less, alphanumeric, '-', '_' or '.'"
-        )
+        raise ValueError(f"invalid key {key!r}: name part must be 63 characters or less, alphanumeric, '-', '_' or '.'")
     return key
 
 
@@ -239,9 +237,7 @@ class KubeObject(Model):
     @classmethod
     def _check_api_version(cls, v: str) -> str:
         if cls.KIND and v != cls.api_version_string():
-            raise ValueError(
-                f"apiVersion must be {cls.api_version_string()!r} for kind {cls.KIND}, not {v!r}"
-            )
+            raise ValueError(f"apiVersion must be {cls.api_version_string()!r} for kind {cls.KIND}, not {v!r}")
         return v
 
     @field_validator("kind")

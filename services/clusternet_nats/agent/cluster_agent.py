@@ -109,4 +109,3 @@ class ClusterAgent:
                 await self._conn.close()
             if self.enrollment is not None:
                 await self.enrollment.close()
-

@@ -11,9 +11,9 @@ import uuid
 from dataclasses import dataclass, field
 
 from clusternet_nats.api import labels as known
-from clusternet_nats.api.binding import short_hash
 from clusternet_nats.api.clusters import ClusterSyncMode
 from clusternet_nats.api.meta import validate_labels
+from clusternet_nats.domain.names import dedicated_namespace
 
 STANDARD_CLUSTER = "StandardCluster"
 """Clusternet's default --cluster-type."""
@@ -33,7 +33,7 @@ class ClusterIdentity:
     @property
     def namespace(self) -> str:
         """The dedicated namespace on the hub holding this cluster's ManagedCluster and Descriptions."""
-        return f"clusternet-{short_hash(self.cluster_id)}"
+        return dedicated_namespace(self.cluster_id)
 
     @property
     def labels(self) -> dict[str, str]:

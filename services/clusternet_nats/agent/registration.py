@@ -34,6 +34,7 @@ from clusternet_nats.api.registration import (
     registering_inbox_prefix,
     registration_subject,
 )
+from clusternet_nats.domain.names import registration_request_name
 from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.runtime.service import CommonOptions
 from nats.aio.client import Client as NATS
@@ -77,7 +78,7 @@ async def request_registration(
 ) -> RegistrationReply:
     """Asks until the hub answers (the link may still be coming up) and, while the request is
     Pending an administrator's decision, asks again; raises RegistrationDenied."""
-    request = ClusterRegistrationRequest.new(f"clusternet-{spec.cluster_id}", spec=spec)
+    request = ClusterRegistrationRequest.new(registration_request_name(spec.cluster_id), spec=spec)
     body = RegistrationRequest(request=request, credential_hash=credential_hash(secret))
     data = body.model_dump_json(by_alias=True, exclude_none=True).encode()
     deadline = asyncio.get_running_loop().time() + timeout

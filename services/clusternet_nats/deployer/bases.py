@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from clusternet_nats.api import labels as known
 from clusternet_nats.api.apps import Base, BaseSpec, Subscription
-from clusternet_nats.api.binding import short_hash
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.meta import ObjectMeta
+from clusternet_nats.domain.names import short_hash
 
 MAX_LABEL_VALUE = 63
 

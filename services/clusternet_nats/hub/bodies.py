@@ -79,4 +79,3 @@ def dry_run(request: web.Request) -> bool:
     if any(value != "All" for value in values):
         raise bad_request(f"supported values: 'All', not {values!r}", "dryRun")
     return bool(values)
-

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 import nats.errors
 import structlog
-from clusternet_nats.api.meta import CLUSTER_ID, utcnow
+from clusternet_nats.api.meta import CLUSTER_ID_PATTERN, utcnow
 from clusternet_nats.api.registration import credential_hash
 from clusternet_nats.hub.registration import jwt, permissions
 from clusternet_nats.hub.registration.penalties import Penalties
@@ -50,7 +50,7 @@ DEFAULT_CREDENTIAL_TTL = 3600.0
 SECRET_PATTERN = re.compile(r"[A-Za-z0-9_-]{32,128}")
 """The shape of an agent's secret (`new_secret`: URL-safe base64); any other password that is
 not a bootstrap token is refused without a store read."""
-_CLUSTER_ID = re.compile(CLUSTER_ID)
+_CLUSTER_ID = re.compile(CLUSTER_ID_PATTERN)
 STORE_UNAVAILABLE = "the hub cannot check credentials right now"
 UNEXPECTED = "the hub could not decide on this connection"
 

@@ -12,7 +12,6 @@ import contextlib
 
 import structlog
 from clusternet_nats.api import labels as known
-from clusternet_nats.api.binding import short_hash
 from clusternet_nats.api.clusters import (
     ClusterRegistrationRequest,
     ClusterRegistrationRequestSpec,
@@ -30,6 +29,7 @@ from clusternet_nats.api.registration import (
     registering_inbox_prefix,
 )
 from clusternet_nats.api.registry import by_kind
+from clusternet_nats.domain.names import dedicated_namespace, registration_request_name
 from clusternet_nats.hub.registration.records import ClusterCredential, credential_store
 from clusternet_nats.runtime.tasks import TaskPool
 from clusternet_nats.store import AlreadyExistsError, ObjectStore, StatusStore
@@ -44,16 +44,11 @@ log = structlog.get_logger(__name__)
 
 def placement(spec: ClusterRegistrationRequestSpec) -> tuple[str, str]:
     """The dedicated namespace and ManagedCluster name a request gets."""
-    return f"clusternet-{short_hash(spec.cluster_id)}", spec.cluster_name or spec.cluster_id
+    return dedicated_namespace(spec.cluster_id), spec.cluster_name or spec.cluster_id
 
 
 def approved(namespace: str, name: str) -> ClusterRegistrationRequestStatus:
     return ClusterRegistrationRequestStatus(result=APPROVED, dedicated_namespace=namespace, managed_cluster_name=name)
-
-
-def request_name(cluster_id: str) -> str:
-    """Clusternet names a ClusterRegistrationRequest after the cluster id."""
-    return f"clusternet-{cluster_id}"
 
 
 class Registrar:
@@ -124,14 +119,14 @@ class Registrar:
         self, request: ClusterRegistrationRequest, claim: ClusterCredential
     ) -> ClusterRegistrationRequestStatus:
         """Creates the request (Approved, or Pending under --manual-approval); its current status."""
-        name = request_name(claim.cluster_id)
+        name = registration_request_name(claim.cluster_id)
         key = self.requests.key(None, name)
         status = ClusterRegistrationRequestStatus(result=PENDING)
         if not self.manual_approval:
             status = approved(claim.namespace, claim.name)
         with contextlib.suppress(AlreadyExistsError):
             await self.requests.create(
-                ClusterRegistrationRequest.new(request_name(claim.cluster_id), spec=request.spec)
+                ClusterRegistrationRequest.new(registration_request_name(claim.cluster_id), spec=request.spec)
             )
         with contextlib.suppress(AlreadyExistsError):
             await self.request_status.put(key, status, 0)

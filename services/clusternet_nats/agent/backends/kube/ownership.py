@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from clusternet_nats.agent.backends.base import Manifest
-from clusternet_nats.api.binding import short_hash
 from clusternet_nats.api.labels import APPLIED_BY_DESCRIPTION
+from clusternet_nats.domain.names import short_hash
 
 AGENT_NAMESPACE = "clusternet-system"
 """Clusternet's namespace for its agent in a child cluster; holds our records and Lease."""
