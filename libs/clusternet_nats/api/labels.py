@@ -19,7 +19,6 @@ NODE_LABEL_PREFIX = "node.clusternet.io/"
 
 # Ours: on every object the agent applies, so pruning removes only what it put there.
 APPLIED_BY_DESCRIPTION = "apps.clusternet.io/description"
-MANAGED_BY_AGENT = "clusternet-agent"
 DEPLOYER = "clusternet-deployer"
 
 UNSCHEDULABLE_TAINT = "clusters.clusternet.io/unschedulable"

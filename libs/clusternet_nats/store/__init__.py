@@ -10,7 +10,7 @@ from clusternet_nats.store.events import EventRecorder, list_events
 from clusternet_nats.store.informer import Informer
 from clusternet_nats.store.keys import object_key, split_key
 from clusternet_nats.store.kv import JsonBucket, ObjectStore, StatusStore, Versioned
-from clusternet_nats.store.workqueue import Reconciler, WorkQueue
+from clusternet_nats.store.workqueue import WorkQueue
 
 __all__ = [
     "BINDINGS_BUCKET",
@@ -22,7 +22,6 @@ __all__ = [
     "JsonBucket",
     "NotFoundError",
     "ObjectStore",
-    "Reconciler",
     "StatusStore",
     "StoreError",
     "Versioned",

@@ -4,7 +4,8 @@ A key waiting in the queue is queued once however many events name it; a key bei
 is not processed twice at once; a key added while it is processed is processed again after.
 Failures are retried with exponential backoff, and after `max_retries` the key is parked: an
 `on_parked` callback (a Warning Event, typically) tells a human, and the next change of the
-object brings it back.
+object brings it back. `reconcile(key)` brings the world in line with the latest state of one
+key, and may run for one key many times: it must be idempotent.
 """
 
 from __future__ import annotations
@@ -12,17 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Protocol
 
 import structlog
 
 log = structlog.get_logger(__name__)
-
-
-class Reconciler(Protocol):
-    """Brings the world in line with the latest state of one key; must be idempotent."""
-
-    async def reconcile(self, key: str) -> None: ...
 
 
 class WorkQueue:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from clusternet_nats.agent.backends.base import ApplyOutcome, ClusterBackend, Manifest, ObjectRef
+from clusternet_nats.agent.backends.base import ApplyOutcome, ClusterBackend, ObjectRef, RawObject
 from clusternet_nats.api.apps import (
     DeployerType,
     Description,
@@ -23,8 +23,8 @@ from clusternet_nats.api.apps import (
 from pydantic import ValidationError
 
 
-def _decode_manifests(raw: list[bytes]) -> tuple[list[Manifest], list[str]]:
-    manifests: list[Manifest] = []
+def _decode_manifests(raw: list[bytes]) -> tuple[list[RawObject], list[str]]:
+    manifests: list[RawObject] = []
     failures: list[str] = []
     for index, data in enumerate(raw):
         try:

@@ -1,1 +1,1 @@
-"""Where the agent's objects land: a simulated cluster now, a real one (kube) later."""
+"""Where the agent's objects land: a simulated cluster (`sim`) or a real one (`kube`)."""

@@ -1,8 +1,8 @@
 """The contract between the agent's reconcilers and a child cluster, whatever that cluster is.
 
 The Description controller and the heartbeat speak only this Protocol, so the simulated
-cluster that tests and demos run today and the real Kubernetes cluster of a later `kube`
-backend are interchangeable. Everything a backend applies carries the owner label
+clusters that tests, demos and benchmarks run by the thousand (`sim`) and a real Kubernetes
+cluster (`kube`) are interchangeable. Everything a backend applies carries the owner label
 (`labels.APPLIED_BY_DESCRIPTION`): pruning and restart recovery rely on nothing else.
 """
 
@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 from clusternet_nats.api.apps import HelmChart
 
-Manifest = Mapping[str, Any]
-"""One decoded Kubernetes object, as JSON gives it."""
+RawObject = Mapping[str, Any]
+"""One decoded Kubernetes object, as JSON gives it (not the Clusternet kind `Manifest`)."""
 
 FIRST_KINDS = ("Namespace", "CustomResourceDefinition")
 """Applied before everything else, so the objects that live in or depend on them can be."""
@@ -90,7 +90,7 @@ class ClusterBackend(Protocol):
     async def close(self) -> None:
         """Flushes and releases; the last call."""
 
-    async def apply(self, owner: str, manifests: Sequence[Manifest]) -> ApplyOutcome:
+    async def apply(self, owner: str, manifests: Sequence[RawObject]) -> ApplyOutcome:
         """Creates or updates each manifest, labelled with `owner`, in `install_order`."""
 
     async def install_releases(self, owner: str, charts: Sequence[HelmChart]) -> ApplyOutcome:
@@ -111,10 +111,10 @@ class ClusterBackend(Protocol):
         """Asks to be told when objects' status changes by itself (capacity freed, pods ready)."""
 
 
-def install_order(manifests: Sequence[Manifest]) -> list[Manifest]:
+def install_order(manifests: Sequence[RawObject]) -> list[RawObject]:
     """Namespaces, then CRDs, then the rest in the order given (a stable sort)."""
 
-    def rank(manifest: Manifest) -> int:
+    def rank(manifest: RawObject) -> int:
         kind = manifest.get("kind")
         return FIRST_KINDS.index(kind) if kind in FIRST_KINDS else len(FIRST_KINDS)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clusternet_nats.agent.backends.base import Manifest, ObjectRef
+from clusternet_nats.agent.backends.base import ObjectRef, RawObject
 from clusternet_nats.kube.discovery import DEFAULT_NAMESPACE, Discovery, Resource
 from clusternet_nats.kube.rest import APPLY_PATCH, KubeApi, KubeError
 
@@ -24,14 +24,14 @@ class ManifestError(Exception):
     """A manifest the agent cannot even address: it names the object and the field."""
 
 
-def describe(manifest: Manifest) -> str:
+def describe(manifest: RawObject) -> str:
     """`<kind> <name>` for messages, whatever is missing."""
     meta = manifest.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
     return f"{manifest.get('kind') or 'object'} {name or '(unnamed)'}"
 
 
-def identify(manifest: Manifest) -> tuple[str, str, str, str]:
+def identify(manifest: RawObject) -> tuple[str, str, str, str]:
     """apiVersion, kind, namespace (as given) and name; ManifestError naming what is missing."""
     meta = manifest.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
@@ -46,11 +46,11 @@ def identify(manifest: Manifest) -> tuple[str, str, str, str]:
     return str(api_version), str(kind), namespace, str(name)
 
 
-class Applier:
+class ServerSideApplier:
     def __init__(self, api: KubeApi, discovery: Discovery) -> None:
         self.api, self.discovery = api, discovery
 
-    async def locate(self, manifest: Manifest) -> tuple[ObjectRef, Resource]:
+    async def locate(self, manifest: RawObject) -> tuple[ObjectRef, Resource]:
         api_version, kind, namespace, name = identify(manifest)
         resource = await self.discovery.resource(api_version, kind)
         namespace = (namespace or DEFAULT_NAMESPACE) if resource.namespaced else ""

@@ -19,14 +19,14 @@ import structlog
 from clusternet_nats.agent.backends.base import (
     ApplyOutcome,
     ClusterFacts,
-    Manifest,
     ObjectRef,
+    RawObject,
     StatusListener,
     delete_order,
     install_order,
 )
 from clusternet_nats.agent.backends.kube import clusterid, facts
-from clusternet_nats.agent.backends.kube.applier import Applier, ManifestError, describe, identify
+from clusternet_nats.agent.backends.kube.applier import ManifestError, ServerSideApplier, describe, identify
 from clusternet_nats.agent.backends.kube.ownership import AGENT_NAMESPACE, Kind, mark, owner_of, owner_selector
 from clusternet_nats.agent.backends.kube.records import Records
 from clusternet_nats.agent.backends.kube.watcher import StatusWatcher
@@ -42,7 +42,7 @@ _RETRY_SECONDS = 1.0
 log = structlog.get_logger(__name__)
 
 
-def _kinds(manifests: Sequence[Manifest]) -> set[Kind]:
+def _kinds(manifests: Sequence[RawObject]) -> set[Kind]:
     kinds = set()
     for manifest in manifests:
         try:
@@ -74,7 +74,7 @@ class KubeCluster:
         if self._api is None:
             self._api = await connect(self.kubeconfig)
             self.discovery = Discovery(self.api)
-            self.applier = Applier(self.api, self.discovery)
+            self.applier = ServerSideApplier(self.api, self.discovery)
             self.records = Records(self.api)
             self.watcher = StatusWatcher(self.api)
             self.watcher.listeners = self._listeners
@@ -100,7 +100,7 @@ class KubeCluster:
     def on_status_change(self, listener: StatusListener) -> None:
         self._listeners.append(listener)
 
-    async def apply(self, owner: str, manifests: Sequence[Manifest]) -> ApplyOutcome:
+    async def apply(self, owner: str, manifests: Sequence[RawObject]) -> ApplyOutcome:
         outcome = ApplyOutcome()
         await self.records.add(owner, _kinds(manifests))
         for manifest in install_order(manifests):

@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from clusternet_nats.agent.backends.base import Manifest
+from clusternet_nats.agent.backends.base import RawObject
 from clusternet_nats.api.labels import APPLIED_BY_DESCRIPTION
 from clusternet_nats.domain.names import short_hash
 
@@ -38,7 +38,7 @@ def owner_selector(owner: str) -> str:
     return f"{APPLIED_BY_DESCRIPTION}={owner_hash(owner)}"
 
 
-def mark(manifest: Manifest, owner: str) -> dict[str, Any]:
+def mark(manifest: RawObject, owner: str) -> dict[str, Any]:
     """A copy of `manifest` carrying the owner label and annotation."""
     body = copy.deepcopy(dict(manifest))
     meta = body.setdefault("metadata", {})
@@ -47,7 +47,7 @@ def mark(manifest: Manifest, owner: str) -> dict[str, Any]:
     return body
 
 
-def owner_of(obj: Manifest) -> str | None:
+def owner_of(obj: RawObject) -> str | None:
     """The owner an object was applied for, if its label and annotation agree."""
     meta = obj.get("metadata") or {}
     owner = (meta.get("annotations") or {}).get(OWNER_ANNOTATION)
@@ -73,9 +73,9 @@ def record(owner: str, kinds: Iterable[Kind]) -> dict[str, Any]:
     }
 
 
-def record_owner(configmap: Manifest) -> str:
+def record_owner(configmap: RawObject) -> str:
     return str(configmap["data"]["owner"])
 
 
-def record_kinds(configmap: Manifest) -> set[Kind]:
+def record_kinds(configmap: RawObject) -> set[Kind]:
     return {(str(api_version), str(kind)) for api_version, kind in json.loads(configmap["data"]["kinds"])}

@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from clusternet_nats.agent.backends.base import Manifest, ObjectRef
+from clusternet_nats.agent.backends.base import ObjectRef, RawObject
 from clusternet_nats.agent.backends.sim import workloads
 from clusternet_nats.agent.backends.sim.store import Body, ObjectTable
 from clusternet_nats.api.labels import APPLIED_BY_DESCRIPTION
@@ -65,12 +65,12 @@ def _check(ref: ObjectRef, body: Body, validate: Callable[[Body], Any]) -> None:
         raise AdmissionError(f"{ref} is invalid: {err}") from None
 
 
-def _excerpt(manifest: Manifest) -> str:
+def _excerpt(manifest: RawObject) -> str:
     text = json.dumps(manifest, separators=(",", ":"), default=str)
     return text if len(text) <= _EXCERPT else text[: _EXCERPT - 3] + "..."
 
 
-def admit(objects: ObjectTable, owner: str, manifest: Manifest) -> tuple[ObjectRef, Body]:
+def admit(objects: ObjectTable, owner: str, manifest: RawObject) -> tuple[ObjectRef, Body]:
     api_version, kind, metadata = manifest.get("apiVersion"), manifest.get("kind"), manifest.get("metadata")
     if not isinstance(api_version, str) or not api_version or not isinstance(kind, str) or not kind:
         raise AdmissionError(f"invalid object {_excerpt(manifest)}: apiVersion and kind must be set")

@@ -18,9 +18,9 @@ import structlog
 from clusternet_nats.agent.backends.base import (
     ApplyOutcome,
     ClusterFacts,
-    Manifest,
     NodeFacts,
     ObjectRef,
+    RawObject,
     StatusListener,
     delete_order,
     install_order,
@@ -70,7 +70,7 @@ class SimCluster:
     def on_status_change(self, listener: StatusListener) -> None:
         self._listeners.append(listener)
 
-    async def apply(self, owner: str, manifests: Sequence[Manifest]) -> ApplyOutcome:
+    async def apply(self, owner: str, manifests: Sequence[RawObject]) -> ApplyOutcome:
         outcome = ApplyOutcome()
         changed: set[ObjectRef] = set()
         for manifest in install_order(manifests):
