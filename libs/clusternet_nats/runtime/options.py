@@ -61,7 +61,7 @@ _COMMON: list[inspect.Parameter] = [
         ],
     ),
     inspect.Parameter(
-        "replicas",
+        "stream_replicas",
         inspect.Parameter.KEYWORD_ONLY,
         default=1,
         annotation=Annotated[

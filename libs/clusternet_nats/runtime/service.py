@@ -20,6 +20,7 @@ from aiohttp import web
 from clusternet_nats.api.meta import KubeObject
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.runtime.connection import Connection
+from clusternet_nats.runtime.health import serve_health
 from clusternet_nats.runtime.logging import configure_logging
 from clusternet_nats.runtime.metrics import Metrics
 from clusternet_nats.store import EventRecorder, Informer, ObjectStore, StatusStore, WorkQueue, ensure_buckets
@@ -44,7 +45,8 @@ class CommonOptions:
     log_level: str = "info"
     health_host: str = "127.0.0.1"
     health_port: int = 0
-    replicas: int = 1
+    stream_replicas: int = 1
+    """Replicas of the JetStream streams and buckets the service creates (not of the service)."""
     jetstream_domain: str | None = None
     """The hub's JetStream domain; needed when connected through a leaf node."""
     ensure_store: bool = True
@@ -172,28 +174,7 @@ Builder = Callable[[ServiceContext], Awaitable[None]]
 async def _health_app(ctx: ServiceContext) -> web.AppRunner | None:
     if ctx.options.health_port < 0:
         return None
-
-    async def healthz(_: web.Request) -> web.Response:
-        ok = ctx.nc.is_connected
-        return web.Response(status=200 if ok else 503, text="ok" if ok else "nats disconnected")
-
-    async def readyz(_: web.Request) -> web.Response:
-        ok = ctx.is_ready()
-        return web.Response(status=200 if ok else 503, text="ok" if ok else "not ready")
-
-    async def metrics(_: web.Request) -> web.Response:
-        ctx.metrics.set("nats_connected", 1 if ctx.nc.is_connected else 0)
-        return web.Response(text=ctx.metrics.render(), content_type="text/plain")
-
-    app = web.Application()
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", metrics)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, ctx.options.health_host, ctx.options.health_port)
-    await site.start()
-    return runner
+    return await serve_health(ctx.options.health_host, ctx.options.health_port, ctx.nc, ctx.is_ready, ctx.metrics)
 
 
 async def serve(name: str, options: CommonOptions, build: Builder, stop: asyncio.Event) -> None:
@@ -202,7 +183,7 @@ async def serve(name: str, options: CommonOptions, build: Builder, stop: asyncio
     nc = await conn.connect()
     ctx = ServiceContext(name, options, conn, nc)
     if options.ensure_store:
-        await ensure_buckets(ctx.js, StoreLayout(replicas=options.replicas))
+        await ensure_buckets(ctx.js, StoreLayout(replicas=options.stream_replicas))
     await build(ctx)
     runner = await _health_app(ctx)
     await ctx.start()

@@ -1,4 +1,4 @@
-"""The hub's aiohttp application: API routes, health and metrics on one port.
+"""The hub's aiohttp application: API routes, and the shared health and metrics routes, on one port.
 
 One middleware owns failure handling and request metrics, so handlers only raise ApiError and
 every error, including a crash, an unknown path or a refusal, reaches the client as a Kubernetes
@@ -18,6 +18,7 @@ from clusternet_nats.hub.errors import ApiError
 from clusternet_nats.hub.events import Events
 from clusternet_nats.hub.registration.http import ApprovalRoutes, TokenRoutes
 from clusternet_nats.hub.resources import Resources
+from clusternet_nats.runtime.health import add_health_routes
 from clusternet_nats.runtime.metrics import Metrics
 from clusternet_nats.store.buckets import MAX_VALUE_BYTES
 from clusternet_nats.store.views import ObjectViews
@@ -57,20 +58,7 @@ def make_app(nc: NATS, metrics: Metrics, ready: Callable[[], bool], gate: Gate) 
     )
     app[GATE] = gate
 
-    async def healthz(_: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    async def readyz(_: web.Request) -> web.Response:
-        ok = ready() and nc.is_connected
-        return web.Response(status=200 if ok else 503, text="ok" if ok else "not ready")
-
-    async def metrics_text(_: web.Request) -> web.Response:
-        metrics.set("nats_connected", 1 if nc.is_connected else 0)
-        return web.Response(text=metrics.render(), content_type="text/plain")
-
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", metrics_text)
+    add_health_routes(app, nc, ready, metrics)
     Events(js).add_routes(app)
     # Before the generic /apis/<group>/<version>/<plural> routes:
     TokenRoutes(js).add_routes(app)
