@@ -58,6 +58,7 @@ async def test_liveness_holds_and_readiness_follows_nats(private_nats: NatsServe
         private_nats.stop()
         await eventually(_answers(session, probed + "/readyz", 503), what="not ready without NATS")
         assert await _status(session, probed + "/healthz") == 200
+        assert await _status(session, probed + "/livez") == 200
 
         private_nats.start()
         await eventually(_answers(session, probed + "/readyz", 200), timeout=30, what="ready again")

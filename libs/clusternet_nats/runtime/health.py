@@ -1,6 +1,6 @@
 """`/healthz`, `/readyz` and `/metrics`: one implementation for every service, the hub included.
 
-Liveness (`/healthz`) says the process still serves: it stays 200 while NATS is away, because the
+Liveness (`/healthz`, and `/livez` as Kubernetes names it) says the process still serves: it stays 200 while NATS is away, because the
 client reconnects by itself and a restart would only add an outage of its own (fleet-wide, a
 restart storm). Readiness (`/readyz`) says the service can do its work: ready by its own measure
 and connected to NATS, so traffic and rollouts wait for it. The hub adds these routes to its API
@@ -31,6 +31,7 @@ def add_health_routes(app: web.Application, nc: NATS, ready: Callable[[], bool],
         return web.Response(text=metrics.render(), content_type="text/plain")
 
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/livez", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_text)
 
