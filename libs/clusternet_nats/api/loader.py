@@ -1,5 +1,7 @@
 """User YAML/JSON in, typed objects out, with errors a person can act on.
 
+Text is read by api/yamljson.py (Kubernetes' rules: timestamps stay strings; its limits).
+
 Clusternet's own kinds become their models. Every other Kubernetes object (Deployment,
 Namespace, a CRD instance...) becomes a Manifest, exactly as Clusternet's shadow API stores it,
 so a Subscription's feeds find it by the same name and labels they would on a Clusternet hub.
@@ -21,12 +23,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from clusternet_nats.api import labels as known
 from clusternet_nats.api.apps import APPS_GROUP, Manifest
 from clusternet_nats.api.clusters import CLUSTERS_GROUP
 from clusternet_nats.api.meta import Feed, KubeObject
 from clusternet_nats.api.registry import KindInfo, all_kinds
+from clusternet_nats.api.yamljson import DecodeError, load_json, load_yaml_documents
 from pydantic import ValidationError
 
 CLUSTERNET_GROUPS = frozenset({APPS_GROUP, CLUSTERS_GROUP})
@@ -333,20 +335,14 @@ def _parse_documents(docs: Iterable[tuple[int, Any]], source: str) -> list[KubeO
     return objects
 
 
-def _yaml_documents(text: str, source: str) -> list[tuple[int, Any]]:
-    docs: list[tuple[int, Any]] = []
+def _yaml_documents(text: str | bytes, source: str) -> list[tuple[int, Any]]:
     try:
-        for doc in yaml.safe_load_all(text):
-            docs.append((len(docs) + 1, doc))
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        problem = getattr(err, "problem", None) or str(err)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise ObjectError(f"malformed YAML{at}: {problem}", source=source, document=len(docs) + 1) from err
-    return docs
+        return list(enumerate(load_yaml_documents(text), start=1))
+    except DecodeError as err:
+        raise ObjectError(str(err), source=source, document=err.document) from err
 
 
-def load_documents(text: str, source: str = "") -> list[KubeObject]:
+def load_documents(text: str | bytes, source: str = "") -> list[KubeObject]:
     """Every object in a (multi-document) YAML or JSON text; empty documents are skipped.
 
     Documents are numbered from 1 in the order they appear, counting empty ones, so a number in
@@ -358,18 +354,15 @@ def load_documents(text: str, source: str = "") -> list[KubeObject]:
 def _load_file(path: Path) -> list[KubeObject]:
     source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+        data = path.read_bytes()
+    except OSError as err:
         raise ObjectError(f"cannot read: {err}", source=source) from err
     if path.suffix != ".json":
-        return load_documents(text, source)
+        return load_documents(data, source)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ObjectError(
-            f"malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}", source=source, document=1
-        ) from err
-    return _parse_documents([(1, data)], source)
+        return _parse_documents([(1, load_json(data))], source)
+    except DecodeError as err:
+        raise ObjectError(str(err), source=source, document=err.document) from err
 
 
 def load_path(path: str | Path) -> list[KubeObject]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from clusternet_nats.api.yamljson import DecodeError, load_yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 ENV = "CNET_CONFIG"
@@ -92,14 +93,14 @@ class ConfigError(Exception):
 def load(path: Path) -> CnetConfig:
     """The config at `path`; an empty one when the file does not exist."""
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except FileNotFoundError:
         return CnetConfig()
     except OSError as err:
         raise ConfigError(f"error: cannot read {path}: {err.strerror}") from None
     try:
-        return CnetConfig.model_validate(yaml.safe_load(text) or {})
-    except (yaml.YAMLError, ValidationError) as err:
+        return CnetConfig.model_validate(load_yaml(data) or {})
+    except (DecodeError, ValidationError) as err:
         raise ConfigError(f"error: {path} is not a valid cnet config: {err}") from None
 
 

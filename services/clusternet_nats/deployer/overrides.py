@@ -5,7 +5,8 @@ without NATS. Order: every matching Globalization (clusterAffinity selecting the
 = all clusters) by ascending priority, then the cluster's Localizations by ascending priority, so
 the highest priority is applied last and wins. Clusternet's quirks are kept on purpose: a JSON
 patch whose target path does not exist leaves the object unchanged; the first non-JSONPatch
-override of an empty document becomes the document (that is how Helm values start).
+override of an empty document becomes the document (that is how Helm values start). Values and
+the fields they patch are read by api/yamljson.py, so a timestamp stays the string it was.
 """
 
 from __future__ import annotations
@@ -26,27 +27,12 @@ from clusternet_nats.api.apps import (
     OverrideType,
 )
 from clusternet_nats.api.meta import KubeObject
+from clusternet_nats.api.yamljson import DecodeError, load_json, load_yaml
 from clusternet_nats.deployer.feeds import Selector, feed_selector
 from jsonpointer import JsonPointer, JsonPointerException
 
 MAX_JSON_PATCH_OPERATIONS = 10000
 _FIELD_INDENT = 4
-_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
-
-
-class _JsonCompatibleLoader(yaml.SafeLoader):
-    """YAML as sigs.k8s.io/yaml reads it into JSON: timestamps stay strings."""
-
-
-_JsonCompatibleLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP_TAG]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def load_json_or_yaml(text: str) -> Any:
-    """JSON is YAML: one parser reads both, as Clusternet's YAMLToJSON does."""
-    return yaml.load(text, Loader=_JsonCompatibleLoader)
 
 
 @dataclass(frozen=True)
@@ -126,8 +112,8 @@ def apply_overrides(overrides: Iterable[SourcedOverride], generic: Any = None, c
 
 def _parse_value(override: SourcedOverride) -> Any:
     try:
-        return load_json_or_yaml(override.config.value)
-    except yaml.YAMLError as err:
+        return load_yaml(override.config.value)  # JSON is YAML, as Clusternet's YAMLToJSON reads it
+    except DecodeError as err:
         raise OverrideError(override, f"value is neither JSON nor YAML: {err}") from None
 
 
@@ -216,12 +202,12 @@ def _field_patch(override: SourcedOverride, doc: Any, patch: Callable[[Any], Any
     field_format = override.config.field_format
     try:
         if field_format == FieldFormat.JSON:
-            field = json.loads(text)
+            field = load_json(text)
         elif field_format == FieldFormat.YAML:
-            field = load_json_or_yaml(text)
+            field = load_yaml(text)
         else:
             raise OverrideError(override, "fieldFormat must be JSON or YAML")
-    except (json.JSONDecodeError, yaml.YAMLError) as err:
+    except DecodeError as err:
         raise OverrideError(override, f"field is not valid {field_format}: {err}") from None
     patched = patch(field)
     if patched == field:

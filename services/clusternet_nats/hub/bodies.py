@@ -1,6 +1,7 @@
 """Request bodies in, validated objects out; the store is only touched after this succeeds.
 
-A body may be JSON or YAML (Content-Type decides). On a kind's path the body must agree with
+A body may be JSON or YAML (Content-Type decides), read by api/yamljson.py as kubectl reads
+it (timestamps stay strings) and under its limits. On a kind's path the body must agree with
 the path: what the body leaves out (apiVersion, kind, namespace, name) is taken from the path,
 and what contradicts it is a 400 naming the field, as kube-apiserver does.
 """
@@ -8,26 +9,22 @@ and what contradicts it is a 400 naming the field, as kube-apiserver does.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
-import yaml
 from aiohttp import web
 from clusternet_nats.api import KindInfo, KubeObject, ObjectError, parse_object
+from clusternet_nats.api.yamljson import DecodeError, load_json, load_yaml
 from clusternet_nats.hub.errors import bad_request, invalid
 
 YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml"})
 
 
 async def read_body(request: web.Request) -> dict[str, Any]:
-    """The body as a mapping; malformed JSON/YAML or a non-mapping is a 400."""
-    text = await request.text()
+    """The body as a mapping; malformed or non-UTF-8 JSON/YAML, or a non-mapping, is a 400."""
+    load = load_yaml if request.content_type in YAML_TYPES else load_json
     try:
-        if request.content_type in YAML_TYPES:
-            data = await asyncio.to_thread(yaml.safe_load, text)
-        else:
-            data = json.loads(text)
-    except (ValueError, yaml.YAMLError) as err:
+        data = await asyncio.to_thread(load, await request.read())
+    except DecodeError as err:
         raise bad_request(f"the request body is not valid {_format(request)}: {err}") from None
     if not isinstance(data, dict):
         raise bad_request(f"the request body must be a Kubernetes object (a mapping), not {type(data).__name__}")
