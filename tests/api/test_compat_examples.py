@@ -20,8 +20,9 @@ from clusternet_nats.api.apps import (
     SchedulingStrategy,
     Subscription,
 )
-from clusternet_nats.api.loader import load_path, manifest_feed_labels
+from clusternet_nats.api.loader import load_path
 from clusternet_nats.api.meta import KubeObject
+from clusternet_nats.domain.feeds import feed_selector, format_feed, manifest_selectors
 
 REPO = Path(__file__).resolve().parents[2]
 COMPAT = Path(os.environ.get("CNET_COMPAT_DIR", REPO.parent / "shared" / "compat"))
@@ -188,7 +189,7 @@ def test_crd_instances_become_manifests() -> None:
 
 
 def test_every_feed_in_the_corpus_finds_its_manifest() -> None:
-    """What the deployer does: look a Subscription's feeds up by manifest_feed_labels."""
+    """What the scheduler and deployer do: look a Subscription's feeds up by `domain.feeds`."""
     for directory in ("replication-scheduling", "scheduling-group", "scheduling-with-mcs-api/scheduling"):
         objects = _load(directory)
         manifests = [o for o in objects if isinstance(o, Manifest)]
@@ -196,6 +197,6 @@ def test_every_feed_in_the_corpus_finds_its_manifest() -> None:
             for feed in sub.spec.feeds:
                 if feed.api_version.startswith("apps.clusternet.io/"):
                     continue
-                wanted = manifest_feed_labels(feed)
-                matches = [m for m in manifests if wanted.items() <= m.labels.items()]
-                assert len(matches) == 1, (directory, feed.key())
+                wanted = feed_selector(feed)
+                matches = [m for m in manifests if wanted in manifest_selectors(m)]
+                assert len(matches) == 1, (directory, format_feed(feed))

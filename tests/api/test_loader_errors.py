@@ -17,7 +17,6 @@ from clusternet_nats.api.loader import (
     load_path,
     parse_object,
 )
-from clusternet_nats.api.meta import Feed
 
 NAMESPACE = """\
 apiVersion: v1
@@ -260,8 +259,3 @@ def test_load_path_directory_collects_errors_across_files(tmp_path: Path) -> Non
 def test_load_path_missing() -> None:
     with pytest.raises(ObjectError, match="no such file or directory"):
         load_path("/nonexistent/clusternet.yaml")
-
-
-def test_feed_key_round_trip() -> None:
-    feed = Feed(api_version="apps/v1", kind="Deployment", name="web", namespace="qux")
-    assert feed.key() == "Deployment qux/web"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from clusternet_nats.api.apps import Manifest, Subscription
-from clusternet_nats.api.binding import SubscriptionBinding, feed_key, spec_hash
+from clusternet_nats.api.binding import SubscriptionBinding, spec_hash
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.loader import parse_object
 from clusternet_nats.api.meta import Taint, Toleration
@@ -138,7 +138,7 @@ async def test_static_dividing_splits_replicas_by_weight_and_follows_the_manifes
     sub = await hub.subs.create(
         make_sub("app", unique_ns, subscribers, feeds=[feed], schedulingStrategy="Dividing", dividingScheduling=STATIC)
     )
-    key = feed_key("apps/v1", "Deployment", unique_ns, "web")
+    key = f"apps/v1/Deployment/{unique_ns}/web"
     async with running_service("clusternet-scheduler", build, nats_server.url):
         binding = await hub.wait_bound(sub, [f"{unique_ns}-a/mc", f"{unique_ns}-b/mc"])
         assert binding.replicas == {key: [2, 4]}

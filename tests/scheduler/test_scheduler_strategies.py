@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 from clusternet_nats.api.apps import Manifest, Subscription
-from clusternet_nats.api.binding import feed_key, spec_hash
+from clusternet_nats.api.binding import spec_hash
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.loader import parse_object
 from clusternet_nats.api.meta import Feed
+from clusternet_nats.domain.feeds import format_feed
 from clusternet_nats.scheduler.algorithm import default_framework, schedule
 from clusternet_nats.scheduler.feeds import FeedManifests, ManifestMissingError
 from clusternet_nats.scheduler.strategies import (
@@ -25,7 +26,7 @@ from clusternet_nats.scheduler.strategies.static_dividing import divide
 ClusterFactory = Callable[..., ManagedCluster]
 SubscriptionFactory = Callable[..., Subscription]
 WEB = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": "app"}
-WEB_KEY = feed_key("apps/v1", "Deployment", "app", "web")
+WEB_KEY = "apps/v1/Deployment/app/web"
 
 
 def deployment_manifest(replicas: int | None, kind: str = "Deployment") -> Manifest:
@@ -37,7 +38,7 @@ def deployment_manifest(replicas: int | None, kind: str = "Deployment") -> Manif
 
 
 def no_replicas(feed: Feed) -> int | None:
-    raise AssertionError(f"replication must not look up replicas of {feed.key()}")
+    raise AssertionError(f"replication must not look up replicas of {format_feed(feed)}")
 
 
 @pytest.mark.parametrize(
@@ -73,8 +74,8 @@ def test_static_dividing_weighs_clusters_by_matching_subscribers(
         schedulingStrategy="Dividing",
     )
     desired = {"Deployment app/web": 9, "ConfigMap app/cm": None}
-    result = StaticDividing().assign(sub, clusters, lambda feed: desired[feed.key()])
-    assert result == {WEB_KEY: [5, 4], feed_key("v1", "ConfigMap", "app", "cm"): []}
+    result = StaticDividing().assign(sub, clusters, lambda feed: desired[format_feed(feed)])
+    assert result == {WEB_KEY: [5, 4], "v1/ConfigMap/app/cm": []}
 
 
 def test_static_dividing_without_weights_divides_nothing(

@@ -28,7 +28,3 @@ def spec_hash(spec: Model) -> int:
         h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
     return h
 
-
-def feed_key(api_version: str, kind: str, namespace: str | None, name: str) -> str:
-    """Key of a feed in `replicas` (Clusternet's GetFeedKey): apiVersion/Kind[/namespace]/name."""
-    return f"{api_version}/{kind}/{namespace}/{name}" if namespace else f"{api_version}/{kind}/{name}"

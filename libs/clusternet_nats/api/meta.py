@@ -406,10 +406,6 @@ class Feed(Model):
     name: str
     namespace: str | None = None
 
-    def key(self) -> str:
-        """Clusternet's FormatFeed: `Kind ns/name`."""
-        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
-
     def group_version(self) -> tuple[str, str]:
         group, _, version = self.api_version.rpartition("/")
         return group, version

@@ -7,7 +7,9 @@ any object, and every object some Subscription names as a feed is mirrored into 
 Clusternet's shadow API would have made (`loader.parse_object` names and labels it). One
 reflector per feed type (discovered, so a custom resource whose CRD is itself a feed works once
 the CRD is served) follows changes; a feed deleted from the parent, or no longer named by any
-Subscription, deletes the Manifest the bridge made for it.
+Subscription, deletes the Manifest the bridge made for it. Which object a feed names is
+`domain.feeds`' rule, with the scope discovery reports, so the bridge mirrors the object the
+scheduler and deployer look for.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 import structlog
 from clusternet_nats.api import Feed, KubeObject, ObjectError, Subscription, parse_object
 from clusternet_nats.bridge.objects import BRIDGED, FEED_METADATA, key_of, to_model
+from clusternet_nats.domain.feeds import object_namespace
 from clusternet_nats.kube.discovery import Discovery, Resource
 from clusternet_nats.kube.reflector import Reflector
 from clusternet_nats.kube.rest import KubeApi
@@ -30,7 +33,7 @@ log = structlog.get_logger(__name__)
 
 @dataclass(frozen=True)
 class FeedRef:
-    """A feed as a work-queue key: `apiVersion|kind|namespace|name`."""
+    """A feed as the bridge's work-queue item, encoded `apiVersion|kind|namespace|name`."""
 
     api_version: str
     kind: str
@@ -42,18 +45,16 @@ class FeedRef:
         return cls(feed.api_version, feed.kind, feed.namespace or "", feed.name)
 
     @classmethod
-    def parse(cls, key: str) -> FeedRef:
-        api_version, kind, namespace, name = key.split("|")
+    def decode(cls, item: str) -> FeedRef:
+        api_version, kind, namespace, name = item.split("|")
         return cls(api_version, kind, namespace, name)
 
-    def key(self) -> str:
+    def encode(self) -> str:
         return "|".join((self.api_version, self.kind, self.namespace, self.name))
 
     def object_key(self, resource: Resource) -> str:
-        """The key of the object in its reflector; a namespaced feed without one means "default"."""
-        return (
-            object_key(self.namespace or "default", self.name) if resource.namespaced else object_key(None, self.name)
-        )
+        """The key in its reflector of the object this feed names, given the scope discovery reports."""
+        return object_key(object_namespace(self.namespace, resource.namespaced), self.name)
 
     def manifest(self, resource: Resource) -> tuple[str, str]:
         """Namespace and name of the Manifest the shadow API would make for this object."""
@@ -77,10 +78,10 @@ class FeedPublisher:
         self._tasks: list[asyncio.Task[None]] = []
         self._feeds_of: dict[str, set[str]] = {}
         self.on_feed: Callable[[str], None] = lambda _key: None
-        """Called with a feed key when the object it names changed on the parent."""
+        """Called with a feed (encoded) when the object it names changed on the parent."""
 
     def subscription_changed(self, key: str) -> list[str]:
-        """The feed keys to reconcile after a Subscription changed: those it names now or did."""
+        """The feeds (encoded) to reconcile after a Subscription changed: those it names now or did."""
         before = self._feeds_of.pop(key, set())
         obj = self.subscriptions.get(key)
         now: set[str] = set()
@@ -90,19 +91,19 @@ class FeedPublisher:
             except ObjectError:
                 sub = None
             if isinstance(sub, Subscription):
-                now = {FeedRef.of(feed).key() for feed in sub.spec.feeds}
+                now = {FeedRef.of(feed).encode() for feed in sub.spec.feeds}
         if now:
             self._feeds_of[key] = now
         return sorted(before | now)
 
-    def referenced(self, feed_key: str) -> bool:
-        return any(feed_key in feeds for feeds in self._feeds_of.values())
+    def referenced(self, item: str) -> bool:
+        return any(item in feeds for feeds in self._feeds_of.values())
 
-    async def reconcile(self, feed_key: str) -> None:
-        ref = FeedRef.parse(feed_key)
+    async def reconcile(self, item: str) -> None:
+        ref = FeedRef.decode(item)
         resource = await self.discovery.resource(ref.api_version, ref.kind)
         obj = None
-        if self.referenced(feed_key):
+        if self.referenced(item):
             reflector = self._reflector(resource)
             await reflector.wait_synced()
             obj = reflector.get(ref.object_key(resource))
@@ -129,10 +130,10 @@ class FeedPublisher:
         return reflector
 
     def _object_changed(self, resource: Resource, key: str) -> None:
-        for feed_key in {k for feeds in self._feeds_of.values() for k in feeds}:
-            ref = FeedRef.parse(feed_key)
+        for item in {k for feeds in self._feeds_of.values() for k in feeds}:
+            ref = FeedRef.decode(item)
             if (ref.api_version, ref.kind) == (resource.api_version, resource.kind) and ref.object_key(resource) == key:
-                self.on_feed(feed_key)
+                self.on_feed(item)
 
     async def close(self) -> None:
         for task in self._tasks:

@@ -97,8 +97,8 @@ class Bridge:
         feeds.on_feed = queue.add
 
         def subscription_changed(key: str) -> None:
-            for feed_key in feeds.subscription_changed(key):
-                queue.add(feed_key)
+            for item in feeds.subscription_changed(key):
+                queue.add(item)
 
         subscriptions.add_handler(subscription_changed)
         self.closers.append(feeds.close)

@@ -28,10 +28,10 @@ from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.meta import Feed, KubeObject
 from clusternet_nats.api.registry import KindInfo
-from clusternet_nats.deployer.feeds import Selector, chart_feed, feed_selector, manifest_selectors
-from clusternet_nats.deployer.index import Index
+from clusternet_nats.domain.feeds import Selector, chart_feed, feed_selector, manifest_selectors
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import BINDINGS_BUCKET, Informer, object_key, split_key
+from clusternet_nats.store.index import Index
 from clusternet_nats.store.keys import namespace_filter
 
 K = TypeVar("K", bound=KubeObject)
@@ -88,7 +88,8 @@ class Caches:
         return [manifest for manifest in found if manifest is not None]
 
     def chart_for(self, feed: Feed) -> HelmChart | None:
-        return self.charts.get(object_key(feed.namespace, feed.name)) if feed.namespace else None
+        selector = feed_selector(feed)
+        return self.charts.get(object_key(selector.namespace, selector.name)) if selector.namespace else None
 
     def cluster(self, namespaced_name: str) -> ManagedCluster | None:
         namespace, _, name = namespaced_name.partition("/")

@@ -29,11 +29,11 @@ from clusternet_nats.api.apps import (
     OverrideType,
     Subscription,
 )
-from clusternet_nats.api.binding import SubscriptionBinding, feed_key
+from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.api.meta import Feed, ObjectMeta, OwnerReference
 from clusternet_nats.deployer.bases import with_name_label
-from clusternet_nats.deployer.feeds import Selector, chart_feed, feed_selector, manifest_selectors
 from clusternet_nats.deployer.overrides import SourcedOverride, apply_overrides, merge_patch, select_overrides
+from clusternet_nats.domain.feeds import Selector, chart_feed, feed_key, feed_selector, manifest_selectors
 
 GENERIC_SUFFIX = "-generic"
 HELM_SUFFIX = "-helm"
@@ -88,7 +88,7 @@ def render_generic(manifests: Sequence[tuple[Feed, Manifest]], target: Target) -
     raw: list[bytes] = []
     for feed, manifest in manifests:
         overrides = target.overrides(manifest_selectors(manifest))
-        replicas = target.replicas.get(feed_key(feed.api_version, feed.kind, feed.namespace, feed.name))
+        replicas = target.replicas.get(feed_key(feed))
         if replicas is not None:
             overrides.append(_replicas_override(target.subscription, replicas))
         rendered, _ = apply_overrides(overrides, generic=clean(manifest.template))

@@ -37,11 +37,11 @@ from clusternet_nats.deployer.descriptions import (
     render_helm,
     short_replicas,
 )
-from clusternet_nats.deployer.feeds import is_chart_feed
 from clusternet_nats.deployer.overrides import OverrideError
 from clusternet_nats.deployer.status import Release, aggregate
 from clusternet_nats.deployer.warnings import Warnings
 from clusternet_nats.deployer.writes import Outcome, ensure, remove
+from clusternet_nats.domain.feeds import format_feed, is_chart_feed
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import ObjectStore, StatusStore, object_key
 
@@ -172,7 +172,7 @@ class Deployer:
                 found = bool(objects)
                 manifests.extend((feed, manifest) for manifest in objects)
             if not found:
-                message = f"Base {base.namespaced_name()} is using a nonexistent {feed.key()}"
+                message = f"Base {base.namespaced_name()} is using a nonexistent {format_feed(feed)}"
                 await self.warnings.warn(base, "feeds", f"Nonexistent{feed.kind}", message)
                 return None
         self.warnings.resolve(base, "feeds")

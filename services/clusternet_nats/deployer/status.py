@@ -22,6 +22,7 @@ from clusternet_nats.api.apps import (
     SubscriptionStatus,
 )
 from clusternet_nats.api.meta import Feed
+from clusternet_nats.domain.feeds import names_object
 
 # Which observed-status counters Clusternet reads, per workload kind and apiVersion.
 WORKLOAD_COUNTERS: dict[tuple[str, str], tuple[str, ...]] = {
@@ -62,10 +63,6 @@ class Release:
         )
 
 
-def _identity(feed: Feed) -> tuple[str, str, str, str]:
-    return feed.api_version, feed.kind, feed.namespace or "", feed.name
-
-
 def _replica_status(counters: dict[str, int]) -> ReplicaStatus | None:
     present = {name: value for name, value in counters.items() if value}
     return ReplicaStatus.model_validate(present) if present else None
@@ -82,14 +79,13 @@ def _counters(status: ManifestStatus) -> dict[str, int]:
 
 
 def _per_cluster(feed: Feed, release: Release) -> FeedStatusPerCluster:
-    wanted = _identity(feed)
     found = next(
         (
             manifest
             for status in release.statuses
             if status is not None
             for manifest in status.manifest_statuses or []
-            if _identity(manifest) == wanted
+            if names_object(feed, manifest)
         ),
         None,
     )

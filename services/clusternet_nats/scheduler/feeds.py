@@ -2,26 +2,20 @@
 
 Clusternet's FeedInventory controller reads spec.replicas only for the workload kinds it has
 parsers for (Deployment, ReplicaSet, StatefulSet); any other feed, or a workload without
-spec.replicas, has nothing to divide. Manifests are found by their config.* labels, indexed as
-the informer reports them, so a lookup is a dict access rather than a scan of every Manifest.
+spec.replicas, has nothing to divide. Manifests are indexed by the feed selectors that find them
+(`domain.feeds`, the rule every service shares), as the informer reports them, so a lookup is a
+dict access rather than a scan of every Manifest. Where several Manifests match (a feed without a
+namespace, of a kind whose scope is unknown), the first by key is read, as Clusternet reads the
+first its lister returns.
 """
 
 from __future__ import annotations
 
 from clusternet_nats.api import labels as known
 from clusternet_nats.api.apps import Manifest
-from clusternet_nats.api.loader import manifest_feed_labels
 from clusternet_nats.api.meta import Feed
-
-FeedIdentity = frozenset[tuple[str, str]]
-
-_IDENTITY_LABELS = (
-    known.CONFIG_GROUP,
-    known.CONFIG_VERSION,
-    known.CONFIG_KIND,
-    known.CONFIG_NAME,
-    known.CONFIG_NAMESPACE,
-)
+from clusternet_nats.domain.feeds import Selector, feed_selector, format_feed, manifest_selectors
+from clusternet_nats.store.index import Index
 
 # (apiVersion, kind) of the workloads Clusternet's FeedInventory controller parses.
 WORKLOADS = frozenset(
@@ -42,17 +36,8 @@ WORKLOADS = frozenset(
 
 class ManifestMissingError(LookupError):
     def __init__(self, feed: Feed) -> None:
-        super().__init__(f"{feed.key()} not found: no Manifest in {known.RESERVED_NAMESPACE} holds it yet")
+        super().__init__(f"{format_feed(feed)} not found: no Manifest in {known.RESERVED_NAMESPACE} holds it yet")
         self.feed = feed
-
-
-def feed_identity(feed: Feed) -> FeedIdentity:
-    return frozenset(manifest_feed_labels(feed).items())
-
-
-def manifest_identity(manifest: Manifest) -> FeedIdentity:
-    labels = manifest.metadata.labels or {}
-    return frozenset((key, labels[key]) for key in _IDENTITY_LABELS if key in labels)
 
 
 def template_replicas(template: dict[str, object]) -> int | None:
@@ -64,29 +49,22 @@ def template_replicas(template: dict[str, object]) -> int | None:
 
 
 class FeedManifests:
-    """Manifests by the feed they hold; fed by the manifests informer's handler."""
+    """Manifests by the feeds that select them; fed by the manifests informer's handler."""
 
     def __init__(self) -> None:
-        self._by_feed: dict[FeedIdentity, tuple[str, Manifest]] = {}
-        self._identity_of: dict[str, FeedIdentity] = {}
+        self._manifests: dict[str, Manifest] = {}
+        self._index: Index[Manifest, Selector] = Index(manifest_selectors)
 
-    def update(self, key: str, manifest: Manifest | None) -> set[FeedIdentity]:
-        """Records a change; returns the feeds whose Manifest it changed."""
-        changed: set[FeedIdentity] = set()
-        old = self._identity_of.pop(key, None)
-        if old is not None:
-            changed.add(old)
-            if self._by_feed.get(old, ("", None))[0] == key:
-                del self._by_feed[old]
-        if manifest is not None:
-            identity = manifest_identity(manifest)
-            changed.add(identity)
-            self._identity_of[key] = identity
-            self._by_feed[identity] = (key, manifest)
-        return changed
+    def update(self, key: str, manifest: Manifest | None) -> set[Selector]:
+        """Records a change; returns the feed selectors whose Manifest it changed."""
+        if manifest is None:
+            self._manifests.pop(key, None)
+        else:
+            self._manifests[key] = manifest
+        return self._index.update(key, manifest)
 
     def desired_replicas(self, feed: Feed) -> int | None:
-        found = self._by_feed.get(feed_identity(feed))
-        if found is None:
+        keys = self._index.keys_for(feed_selector(feed))
+        if not keys:
             raise ManifestMissingError(feed)
-        return template_replicas(found[1].template)
+        return template_replicas(self._manifests[keys[0]].template)

@@ -21,9 +21,10 @@ from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.labels import RESERVED_NAMESPACE
 from clusternet_nats.api.meta import KubeObject
+from clusternet_nats.domain.feeds import Selector, feed_selector
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.scheduler.algorithm import schedule
-from clusternet_nats.scheduler.feeds import FeedIdentity, FeedManifests, ManifestMissingError, feed_identity
+from clusternet_nats.scheduler.feeds import FeedManifests, ManifestMissingError
 from clusternet_nats.scheduler.framework import Framework
 from clusternet_nats.scheduler.strategies import UnsupportedStrategyError
 from clusternet_nats.store import BINDINGS_BUCKET, StatusStore
@@ -70,9 +71,9 @@ class SubscriptionScheduler:
                     self.queue.add(sub_key)
 
     @staticmethod
-    def _divides_any(sub: Subscription, feeds: set[FeedIdentity]) -> bool:
+    def _divides_any(sub: Subscription, feeds: set[Selector]) -> bool:
         return sub.spec.scheduling_strategy == SchedulingStrategy.DIVIDING and any(
-            feed_identity(feed) in feeds for feed in sub.spec.feeds
+            feed_selector(feed) in feeds for feed in sub.spec.feeds
         )
 
     # -- reconciling -------------------------------------------------------------------------

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from clusternet_nats.api.apps import Subscription
-from clusternet_nats.api.binding import feed_key
 from clusternet_nats.api.clusters import ManagedCluster
+from clusternet_nats.domain.feeds import feed_key
 from clusternet_nats.scheduler.strategies.interface import DesiredReplicas
 
 
@@ -51,6 +51,5 @@ class StaticDividing:
         result: dict[str, list[int]] = {}
         for feed in sub.spec.feeds:
             replicas = desired(feed)
-            key = feed_key(feed.api_version, feed.kind, feed.namespace, feed.name)
-            result[key] = [] if replicas is None else divide(replicas, weights)
+            result[feed_key(feed)] = [] if replicas is None else divide(replicas, weights)
         return result

@@ -2,7 +2,8 @@
 
 Informer handlers see only the new value of a key, and None when it is deleted; the index keeps
 what each key carried before, so a deletion still tells which Subscriptions it affected, as
-client-go's indexers do.
+client-go's indexers do. Shared by the services that map changes to the objects they concern
+(the deployer's feed, cluster and owner indexes; the scheduler's feed index).
 """
 
 from __future__ import annotations
