@@ -28,7 +28,7 @@ from clusternet_nats.api.apps import (
 )
 from clusternet_nats.api.meta import KubeObject
 from clusternet_nats.api.yamljson import DecodeError, load_json, load_yaml
-from clusternet_nats.deployer.feeds import Selector, feed_selector
+from clusternet_nats.domain.feeds import Selector, feed_selector
 from jsonpointer import JsonPointer, JsonPointerException
 
 MAX_JSON_PATCH_OPERATIONS = 10000
