@@ -1,8 +1,9 @@
 """The cluster's presence on the hub: its ManagedCluster, and a status report every period.
 
-Until registration lands, the agent writes its own ManagedCluster (merging its identity into
-whatever is there, so taints or labels others added survive, and writing nothing when nothing
-changed). Every `--cluster-status-update-frequency` (Clusternet's default: 3 minutes) it sends
+Without registration (the development mode) the agent creates its own ManagedCluster; in
+registration mode the hub's registrar created it, and the agent finds it up to date. Either way it
+merges its identity into whatever is there, so taints or labels others added survive, and writes
+nothing when nothing changed. Every `--cluster-status-update-frequency` (Clusternet's default: 3 minutes) it sends
 the last collection (see collector.py) to `managedclusters-status`, keeps the ManagedCluster's
 aggregated node labels in step, and writes the node inventory when it changed. The report is the
 heartbeat: the hub's cluster-health controller marks a cluster Unknown after three missed ones.
@@ -20,8 +21,9 @@ from clusternet_nats.agent.collector import Collected, StatusCollector
 from clusternet_nats.agent.identity import ClusterIdentity
 from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterSpec, ManagedClusterStatus
 from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
-from clusternet_nats.api.meta import Condition, ConditionStatus, set_condition, utcnow
+from clusternet_nats.api.meta import set_condition, utcnow
 from clusternet_nats.api.registry import by_kind
+from clusternet_nats.domain.readiness import ready_condition
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import ConflictError, ObjectStore, StatusStore, Versioned
 
@@ -29,25 +31,6 @@ DEFAULT_REPORT_FREQUENCY = 180.0
 _RETRY_SECONDS = 1.0
 
 log = structlog.get_logger(__name__)
-
-
-def ready_condition(status: ManagedClusterStatus) -> Condition:
-    """Clusternet's rule: Ready when (livez and readyz) or healthz."""
-    if (status.livez and status.readyz) or status.healthz:
-        return Condition(
-            type="Ready",
-            status=ConditionStatus.TRUE,
-            last_transition_time=utcnow(),
-            reason="ManagedClusterReady",
-            message="managed cluster is ready.",
-        )
-    return Condition(
-        type="Ready",
-        status=ConditionStatus.FALSE,
-        last_transition_time=utcnow(),
-        reason="ManagedClusterNotReady",
-        message="managed cluster is not ready.",
-    )
 
 
 class Heartbeat:

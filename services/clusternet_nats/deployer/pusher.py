@@ -17,7 +17,7 @@ from __future__ import annotations
 import structlog
 from clusternet_nats.api.apps import Description, DescriptionPhase, DescriptionStatus
 from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterStatus
-from clusternet_nats.api.meta import ConditionStatus, Model
+from clusternet_nats.api.meta import Model
 from clusternet_nats.api.push import (
     APPLY,
     PRUNE,
@@ -29,6 +29,7 @@ from clusternet_nats.api.push import (
 )
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.deployer.caches import Caches
+from clusternet_nats.domain.readiness import is_ready
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.runtime.tunnel import request_cluster
 from clusternet_nats.store import StatusStore, object_key, split_key
@@ -41,11 +42,6 @@ log = structlog.get_logger(__name__)
 
 class PushError(Exception):
     """The agent could not be reached, or could not handle the request, or the deploy failed."""
-
-
-def _ready(status: ManagedClusterStatus | None) -> bool:
-    conditions = (status.conditions or []) if status else []
-    return any(c.type == "Ready" and c.status is ConditionStatus.TRUE for c in conditions)
 
 
 class Pusher:
@@ -79,7 +75,7 @@ class Pusher:
             return
         self._cluster_in[namespace] = key
         status = self.cluster_statuses.get(key)
-        state = (deployable_by_hub(cluster.spec.sync_mode, status.app_pusher if status else None), _ready(status))
+        state = (deployable_by_hub(cluster.spec.sync_mode, status.app_pusher if status else None), is_ready(status))
         if self._pushable.get(key) == state and key not in self._unreachable:
             return
         self._pushable[key] = state

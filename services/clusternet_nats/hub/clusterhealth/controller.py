@@ -16,8 +16,9 @@ from datetime import UTC, datetime, timedelta
 import structlog
 from clusternet_nats.api import labels as known
 from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterStatus
-from clusternet_nats.api.meta import Condition, ConditionStatus, Taint, TaintEffect, set_condition, utcnow
+from clusternet_nats.api.meta import ConditionStatus, Taint, TaintEffect, utcnow
 from clusternet_nats.api.registry import by_kind
+from clusternet_nats.domain.readiness import ready_of, unknown
 from clusternet_nats.hub.clusterhealth.deadlines import Deadlines
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import ObjectStore, StatusStore
@@ -30,10 +31,6 @@ DEFAULT_GRACE = timedelta(minutes=9)
 log = structlog.get_logger(__name__)
 
 
-def ready_of(status: ManagedClusterStatus | None) -> Condition | None:
-    return next((c for c in (status.conditions or []) if c.type == "Ready"), None) if status else None
-
-
 def deadline(cluster: ManagedCluster, status: ManagedClusterStatus | None) -> datetime:
     """When the cluster is Unknown unless it reports again."""
     seen = status.last_observed_time if status else None
@@ -41,24 +38,6 @@ def deadline(cluster: ManagedCluster, status: ManagedClusterStatus | None) -> da
     frequency = status.heartbeat_frequency_seconds if status else None
     grace = timedelta(seconds=frequency * NOT_READY_THRESHOLD) if frequency else DEFAULT_GRACE
     return since + grace
-
-
-def unknown(status: ManagedClusterStatus | None) -> ManagedClusterStatus:
-    """The status with Ready=Unknown and every health probe false."""
-    never = status is None or status.last_observed_time is None
-    condition = Condition(
-        type="Ready",
-        status=ConditionStatus.UNKNOWN,
-        last_transition_time=utcnow(),
-        reason="ClusterStatusNeverUpdated" if never else "ClusterStatusUnknown",
-        message="Clusternet agent never posted cluster status."
-        if never
-        else "Clusternet agent stopped posting cluster status.",
-    )
-    out = status.model_copy(deep=True) if status else ManagedClusterStatus()
-    out.healthz = out.livez = out.readyz = False
-    out.conditions = set_condition(out.conditions or [], condition)
-    return out
 
 
 def wanted_taint(status: ManagedClusterStatus | None) -> Taint | None:
