@@ -2,14 +2,15 @@
 
 The agent (Pull) and the deployer's pusher (Push) both apply Descriptions, and both are
 reconcilers that may run the same Description many times; an Event for every run would bury the
-one that matters. Clusternet's reasons are kept: SuccessfullyDeployed, UnSuccessfullyDeployed.
+one that matters. What the Event says is `domain.descriptions`' rule.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from clusternet_nats.api.apps import Description, DescriptionPhase, DescriptionStatus
+from clusternet_nats.api.apps import Description, DescriptionStatus
+from clusternet_nats.domain.descriptions import deployed
 from clusternet_nats.store.events import EventRecorder
 
 
@@ -25,14 +26,13 @@ class DeployOutcomes:
         if self._reported.get(key) == outcome:
             return
         self._reported[key] = outcome
-        name = desc.namespaced_name()
-        if status.phase is DescriptionPhase.SUCCESS:
+        event = deployed(desc, status)
+        if event.normal:
             self.log.info("description.deployed", description=key)
-            await self.recorder.normal(desc, "SuccessfullyDeployed", f"successfully deployed Description {name}")
+            await self.recorder.normal(desc, event.reason, event.message)
         else:
             self.log.warning("description.failed", description=key, reason=status.reason)
-            message = f"failed to deploy Description {name}: {status.reason}"
-            await self.recorder.warning(desc, "UnSuccessfullyDeployed", message)
+            await self.recorder.warning(desc, event.reason, event.message)
 
     def forget(self, key: str) -> bool:
         """Drops what was reported for a removed Description; True if anything had been."""

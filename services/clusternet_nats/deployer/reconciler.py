@@ -16,7 +16,6 @@ import structlog.contextvars
 from clusternet_nats.api.apps import (
     Base,
     Description,
-    DescriptionPhase,
     DescriptionSpec,
     HelmChart,
     Manifest,
@@ -41,6 +40,7 @@ from clusternet_nats.deployer.overrides import OverrideError
 from clusternet_nats.deployer.status import Release, aggregate
 from clusternet_nats.deployer.warnings import Warnings
 from clusternet_nats.deployer.writes import Outcome, ensure, remove
+from clusternet_nats.domain.descriptions import SUCCESSFULLY_DEPLOYED, failed
 from clusternet_nats.domain.feeds import format_feed, is_chart_feed
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import ObjectStore, StatusStore, object_key
@@ -215,9 +215,9 @@ class Deployer:
         for description in descriptions:
             status = self.caches.description_statuses.get(self.descriptions.key_of(description))
             subject = f"description {description.namespaced_name()}"
-            if status is not None and status.phase == DescriptionPhase.FAILURE:
-                message = f"Description {description.namespaced_name()} failed: {status.reason or 'no reason given'}"
-                await self.warnings.warn(sub, subject, "UnSuccessfullyDeployed", message)
+            event = failed(description, status)
+            if event is not None:
+                await self.warnings.warn(sub, subject, event.reason, event.message)
             else:
                 self.warnings.resolve(sub, subject)
             statuses.append(status)
@@ -233,4 +233,4 @@ class Deployer:
         done = status.completed_releases
         if releases and done == len(releases) and (current is None or current.value.completed_releases != done):
             message = f"Subscription {sub.namespaced_name()} is deployed successfully to all {done} bound clusters"
-            await self.recorder.normal(sub, "SuccessfullyDeployed", message)
+            await self.recorder.normal(sub, SUCCESSFULLY_DEPLOYED, message)
