@@ -237,18 +237,18 @@ async def test_many_valid_connections_at_once(hub: Hub) -> None:
     failed = [repr(c) for c in connected if isinstance(c, BaseException)]
     await asyncio.gather(*(c.close() for c in connected if isinstance(c, NATS)))
     assert failed == [] and len(connected) == 200
-    assert hub.callout.stats.peak_in_flight > 1
+    assert hub.callout.responder.peak_in_flight > 1
 
 
 async def test_an_unexpected_error_is_answered_with_a_refusal(hub: Hub) -> None:
     url, broken = hub.secure.server.url, new_cluster_id()
     await JsonBucket(hub.nc.jetstream(), CREDENTIALS_BUCKET).create(broken, b"{not a credential")
-    stats = hub.callout.stats
+    stats = hub.callout.responder.stats
     before = dataclasses.replace(stats)
     with pytest.raises(nats.errors.Error, match="Authorization Violation"):
         await Client().connect(url, broken, new_secret())
-    assert stats.errors == before.errors + 1
-    await eventually(lambda: stats.answered - before.answered == stats.requests - before.requests, timeout=5)
+    assert stats.failed == before.failed + 1
+    await eventually(lambda: stats.answered - before.answered == stats.received - before.received, timeout=5)
     # and the callout goes on deciding
     cluster_id = new_cluster_id()
     reply, secret = await register(url, cluster_id, await hub.token())

@@ -1,14 +1,16 @@
 """A bounded pool of tasks for request handlers.
 
 nats-py runs one subscription's callbacks one after another, so a responder that awaits the
-store would answer one request at a time. Responders (the auth callout, the registrar, the
-intake) hand each request to this pool instead: at most `limit` run at once, and the callback
-waits for a free slot, so the subscription's own pending limits bound what queues up.
+store would answer one request at a time. Responders (runtime/responder.py) hand each request
+to this pool instead: at most `limit` run at once, and the callback waits for a free slot, so
+the subscription's own pending limits bound what queues up. With a limit of 1 requests run one
+at a time in arrival order.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Coroutine
 from typing import Any
 
@@ -31,6 +33,15 @@ class TaskPool:
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
         self._slots.release()
+
+    async def cancel(self) -> None:
+        """Cancels what runs and waits for it, so nothing outlives its responder's connection."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     def __len__(self) -> int:
         return len(self._tasks)

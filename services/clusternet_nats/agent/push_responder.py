@@ -9,7 +9,9 @@ A request for another cluster's namespace is refused, whatever the subject permi
 Only the hub may publish on these subjects, but NATS does not check reply subjects: another
 cluster could make the server deliver onto them (its own consumer's deliveries, an API answer).
 Such a message never carries a reply under this cluster's `clusternet.reply.<namespace>.`
-(runtime/tunnel.py, which only hub-side identities may name), so anything else is dropped.
+(runtime/tunnel.py, which only hub-side identities may name), so anything else is dropped. The
+shared responder (runtime/responder.py) runs the requests one at a time and answers an
+unexpected error with its text (the hub is trusted).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import structlog
 from clusternet_nats.agent.applier import Applier
 from clusternet_nats.agent.identity import ClusterIdentity
 from clusternet_nats.api.push import APPLY, PRUNE, PruneRequest, PushReply, PushRequest, proxy_subject
+from clusternet_nats.runtime.responder import Failure, Responder, Unanswerable
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.runtime.tunnel import from_hub
 from clusternet_nats.store import split_key
@@ -29,17 +32,25 @@ log = structlog.get_logger(__name__)
 
 class PushResponder:
     def __init__(self, ctx: ServiceContext, identity: ClusterIdentity, applier: Applier) -> None:
-        self.ctx, self.identity, self.applier = ctx, identity, applier
-        self.subject = proxy_subject(identity.namespace, identity.name, "*")
-        self._log = log.bind(cluster=identity.name, subject=self.subject)
+        self.identity, self.applier = identity, applier
+        subject = proxy_subject(identity.namespace, identity.name, "*")
+        self.responder = Responder(ctx.nc, subject, self, name=f"the agent of cluster {identity.name}", trusted=True)
+        self._log = log.bind(cluster=identity.name, subject=subject)
 
     async def serve(self) -> None:
-        sub = await self.ctx.nc.subscribe(self.subject)
-        try:
-            async for msg in sub.messages:
-                await self._respond(msg)
-        finally:
-            await sub.unsubscribe()
+        await self.responder.serve()
+
+    def accept(self, msg: Msg) -> tuple[str, bytes]:
+        """(verb, body) of a request the hub asked; anything else is not the hub's to answer."""
+        if not from_hub(msg, self.identity.namespace):
+            raise Unanswerable("the reply is not under this cluster's reply prefix: not the hub's request")
+        return msg.subject.rsplit(".", 1)[-1], msg.data
+
+    async def answer(self, request: tuple[str, bytes]) -> bytes:
+        return (await self.handle(*request)).to_json()
+
+    def failed(self, request: tuple[str, bytes], failure: Failure) -> bytes:
+        return PushReply(error=failure.reason).to_json()
 
     async def handle(self, verb: str, data: bytes) -> PushReply:
         if verb == PRUNE:
@@ -72,18 +83,3 @@ class PushResponder:
                 removed = await self.applier.remove(owner)
                 self._log.info("push.pruned", description=owner, objects=len(removed))
         return PushReply()
-
-    async def _respond(self, msg: Msg) -> None:
-        if not from_hub(msg, self.identity.namespace):
-            self._log.warning("push.foreign_request", reply=msg.reply)
-            return
-        try:
-            reply = await self.handle(msg.subject.rsplit(".", 1)[-1], msg.data)
-        except Exception as err:
-            self._log.warning("push.failed", error=repr(err))
-            reply = PushReply(error=f"agent failed: {err!r}")
-        if msg.reply:
-            try:
-                await msg.respond(reply.to_json())
-            except Exception as err:
-                self._log.warning("push.reply_failed", error=repr(err))

@@ -2,7 +2,8 @@
 
 It subscribes only once the status informer has listed, so no request is answered "unknown
 cluster" merely because the cache was still filling; the queue group lets any number of
-replicas share the requests.
+replicas share the requests. Requests are answered one at a time (the answer is a lookup and
+some arithmetic) by the shared responder (runtime/responder.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from clusternet_nats.predictor.messages import (
     AccommodationRequest,
     parse_accommodation_subject,
 )
+from clusternet_nats.runtime.responder import Failure, Responder
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import object_key
 from nats.aio.msg import Msg
@@ -34,7 +36,7 @@ class Predictor:
         assert bucket is not None, "ManagedCluster has a status bucket"
         self.statuses = ctx.records(bucket, ManagedClusterStatus)
 
-    def answer(self, subject: str, data: bytes) -> AccommodationReply:
+    def _reply(self, subject: str, data: bytes) -> AccommodationReply:
         cluster = parse_accommodation_subject(subject)
         if cluster is None:
             return AccommodationReply(error=f"unknown predictor subject {subject!r}")
@@ -51,26 +53,24 @@ class Predictor:
             return AccommodationReply(error=f"invalid accommodation request for {namespace}/{name}: {err}")
         return AccommodationReply(max_acceptable_replicas=fits)
 
-    async def serve(self) -> None:
-        sub = await self.ctx.nc.subscribe(SUBSCRIPTION_SUBJECT, queue=QUEUE_GROUP)
-        try:
-            async for msg in sub.messages:
-                await self._respond(msg)
-        finally:
-            await sub.unsubscribe()
+    def accept(self, msg: Msg) -> Msg:
+        """Any hub-side caller may ask (only hub-side identities may publish here)."""
+        return msg
 
-    async def _respond(self, msg: Msg) -> None:
-        if not msg.reply:
-            return
-        reply = self.answer(msg.subject, msg.data)
+    async def answer(self, msg: Msg) -> bytes:
+        reply = self._reply(msg.subject, msg.data)
         result = "error" if reply.error else "ok"
         self.ctx.metrics.inc(f'predictor_requests_total{{result="{result}"}}')
         log.debug("predictor.answered", subject=msg.subject, result=result, error=reply.error)
-        try:
-            await msg.respond(reply.to_json())
-        except Exception as err:
-            log.warning("predictor.reply_failed", subject=msg.subject, error=repr(err))
+        return reply.to_json()
+
+    def failed(self, msg: Msg, failure: Failure) -> bytes:
+        self.ctx.metrics.inc('predictor_requests_total{result="failed"}')
+        return AccommodationReply(error=failure.reason).to_json()
 
 
 async def build(ctx: ServiceContext) -> None:
-    ctx.run_forever(Predictor(ctx).serve)
+    responder = Responder(
+        ctx.nc, SUBSCRIPTION_SUBJECT, Predictor(ctx), name="the predictor", queue=QUEUE_GROUP, trusted=True
+    )
+    ctx.run_forever(responder.serve)

@@ -1,15 +1,15 @@
 """The intake's responder: a queue group, so every hub replica shares the clusters' requests.
 
 Each request is handled in a task of its own, at most `concurrency` at once, and every request
-gets an answer: stored (with its revision) or refused (with a code and a reason that names only
-the asking cluster's own objects). The cluster behind a namespace is looked up in the
+gets an answer (runtime/responder.py): stored (with its revision), refused (with a code and a
+reason that names only the asking cluster's own objects), 503 when the store is unreachable, or
+500 naming only the error's type. The cluster behind a namespace is looked up in the
 credentials the registrar keeps (an informer, so a lookup costs no round trip); a revoked or
 unapproved cluster is refused, as is a message whose reply subject is not its own inbox.
 """
 
 from __future__ import annotations
 
-import nats.errors
 import structlog
 from clusternet_nats.api.intake import (
     BUCKET_HEADER,
@@ -31,8 +31,8 @@ from clusternet_nats.hub.intake.feed import DescriptionsFeed
 from clusternet_nats.hub.registration.penalties import Penalties
 from clusternet_nats.hub.registration.records import CREDENTIALS_BUCKET, ClusterCredential
 from clusternet_nats.runtime.ratelimit import RateLimiter
+from clusternet_nats.runtime.responder import Failure, Responder, Unanswerable
 from clusternet_nats.runtime.service import ServiceContext
-from clusternet_nats.runtime.tasks import TaskPool
 from clusternet_nats.store import AlreadyExistsError, ConflictError, Informer, JsonBucket
 from clusternet_nats.store.events import event_subject
 from nats.aio.msg import Msg
@@ -70,8 +70,9 @@ class Intake:
         self.credentials: Informer[ClusterCredential] = ctx.records(CREDENTIALS_BUCKET, ClusterCredential)
         self._by_namespace: dict[str, ClusterCredential] = {}
         self.credentials.add_handler(self._index)
-        self._pool = TaskPool(concurrency)
-        ctx.run_forever(self.serve)
+        subject = f"{INTAKE_PREFIX}.*.*"
+        self.responder = Responder(ctx.nc, subject, self, name="the hub's intake", queue=QUEUE, concurrency=concurrency)
+        ctx.run_forever(self.responder.serve)
 
     def _index(self, _key: str, credential: ClusterCredential | None) -> None:
         if credential is None:  # the key is gone: rebuild, a deletion is rare
@@ -79,37 +80,29 @@ class Intake:
         else:
             self._by_namespace[credential.namespace] = credential
 
-    async def serve(self) -> None:
-        sub = await self.ctx.nc.subscribe(f"{INTAKE_PREFIX}.*.*", queue=QUEUE)
-        try:
-            async for msg in sub.messages:
-                await self._pool.submit(self._answer(msg))
-        finally:
-            await sub.unsubscribe()
-
-    async def _answer(self, msg: Msg) -> None:
+    def accept(self, msg: Msg) -> tuple[ClusterCredential, str, Msg]:
+        """(cluster, verb, msg) of a request the cluster owning the subject's namespace made."""
         _, _, namespace, verb = msg.subject.split(".", 3)
         cluster = self._by_namespace.get(namespace)
         if cluster is None or not msg.reply.startswith(inbox_prefix(cluster.cluster_id) + "."):
             # Not a request this cluster made (the server delivering someone else's messages
             # here), or no such cluster: there is no one to answer.
-            log.warning("intake.foreign_message", namespace=namespace, reply=msg.reply)
-            return
+            raise Unanswerable(f"the reply is not the inbox of the cluster of namespace {namespace}")
+        return cluster, verb, msg
+
+    async def answer(self, request: tuple[ClusterCredential, str, Msg]) -> bytes:
+        cluster, verb, msg = request
         try:
             reply = await self._handle(cluster, verb, msg)
         except Refused as err:
             log.info("intake.refused", cluster=cluster.name, verb=verb, code=err.code, reason=str(err))
             reply = IntakeReply(code=err.code, error=str(err))
-        except nats.errors.Error as err:
-            log.warning("intake.store_unavailable", cluster=cluster.name, verb=verb, error=repr(err))
-            reply = IntakeReply(code=503, error="the hub's store is unavailable; retry")
-        except Exception:
-            log.exception("intake.failed", cluster=cluster.name, verb=verb)
-            reply = IntakeReply(code=500, error="the hub failed to store this write; see its log")
-        try:
-            await msg.respond(reply.model_dump_json(exclude_none=True).encode())
-        except nats.errors.Error as err:
-            log.warning("intake.reply_failed", cluster=cluster.name, error=repr(err))
+        return reply.model_dump_json(exclude_none=True).encode()
+
+    def failed(self, request: tuple[ClusterCredential, str, Msg], failure: Failure) -> bytes:
+        """503 when the store was unreachable (the cluster retries), 500 for anything else."""
+        reply = IntakeReply(code=503 if failure.retryable else 500, error=failure.reason)
+        return reply.model_dump_json(exclude_none=True).encode()
 
     async def _handle(self, cluster: ClusterCredential, verb: str, msg: Msg) -> IntakeReply:
         if cluster.revoked or not cluster.approved:

@@ -26,7 +26,6 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import nats.errors
 import structlog
 from clusternet_nats.api.meta import CLUSTER_ID_PATTERN, utcnow
 from clusternet_nats.api.registration import credential_hash
@@ -34,7 +33,7 @@ from clusternet_nats.hub.registration import jwt, permissions
 from clusternet_nats.hub.registration.penalties import Penalties
 from clusternet_nats.hub.registration.permissions import Permissions
 from clusternet_nats.hub.registration.records import TOKEN_PATTERN, credential_store, token_store
-from clusternet_nats.runtime.tasks import TaskPool
+from clusternet_nats.runtime.responder import Failure, Responder, Unanswerable
 from clusternet_nats.store import StatusStore
 from clusternet_nats.store.kv import Versioned
 from nats.aio.client import Client as NATS
@@ -51,8 +50,6 @@ SECRET_PATTERN = re.compile(r"[A-Za-z0-9_-]{32,128}")
 """The shape of an agent's secret (`new_secret`: URL-safe base64); any other password that is
 not a bootstrap token is refused without a store read."""
 _CLUSTER_ID = re.compile(CLUSTER_ID_PATTERN)
-STORE_UNAVAILABLE = "the hub cannot check credentials right now"
-UNEXPECTED = "the hub could not decide on this connection"
 
 T = TypeVar("T", bound=BaseModel)
 log = structlog.get_logger(__name__)
@@ -82,21 +79,14 @@ class FloodLimits:
 
 @dataclass
 class CalloutStats:
-    """Counters for tests, benchmarks and logs; `store_reads` shows what refusals cost."""
+    """Counters for tests, benchmarks and logs; `store_reads` shows what refusals cost. What
+    every responder counts (requests, answers, errors, drops) is in `AuthCallout.responder.stats`."""
 
-    requests: int = 0
-    answered: int = 0
     granted: int = 0
     refused: int = 0
     throttled: int = 0
     """Refused because the source failed too often, without touching the store."""
     store_reads: int = 0
-    errors: int = 0
-    """Unexpected errors while deciding, answered with a generic refusal."""
-    dropped: int = 0
-    """Requests not answered: unverifiable, or past their deadline (the server no longer waits)."""
-    in_flight: int = 0
-    peak_in_flight: int = 0
 
 
 class ExpiringSet:
@@ -208,7 +198,9 @@ class AuthCallout:
         self.tokens = token_store(js)
         self.credentials = credential_store(js)
         self.stats = CalloutStats()
-        self._pool = TaskPool(self.limits.max_in_flight)
+        # Every hub replica answers in the queue group, each request in a task of its own.
+        name, concurrency = "the hub's auth callout", self.limits.max_in_flight
+        self.responder = Responder(auth_nc, AUTH_SUBJECT, self, name=name, queue=queue, concurrency=concurrency)
         self._unknown_tokens = ExpiringSet(self.limits.negative_ttl, self.limits.max_negative)
         self._unknown_clusters = ExpiringSet(self.limits.negative_ttl, self.limits.max_negative)
         self._known_good = ExpiringSet(self.limits.known_good_ttl, self.limits.max_known_good)
@@ -220,31 +212,18 @@ class AuthCallout:
         return self.stats.refused
 
     async def start(self) -> None:
-        await self.auth_nc.subscribe(AUTH_SUBJECT, queue=self.queue, cb=self._dispatch)
+        await self.responder.start()
 
-    async def _dispatch(self, msg: Msg) -> None:
-        """Each request is answered in a task of its own (runtime/tasks.py)."""
-        await self._pool.submit(self._answer(msg))
-
-    async def _answer(self, msg: Msg) -> None:
-        stats = self.stats
-        stats.requests += 1
-        stats.in_flight += 1
-        stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
+    def accept(self, msg: Msg) -> jwt.AuthorizationRequest:
+        """The server's verified request; anything else (or too late for the server) has no one
+        waiting for its answer."""
         try:
-            await self._answer_one(msg)
-        finally:
-            stats.in_flight -= 1
-
-    async def _answer_one(self, msg: Msg) -> None:
-        """Answers one request, granted or refused with a reason, whatever goes wrong deciding."""
-        try:
-            request = jwt.authorization_request(msg.data.decode(), self._issuer, servers=self.servers)
+            return jwt.authorization_request(msg.data.decode(), self._issuer, servers=self.servers)
         except (jwt.JwtError, UnicodeDecodeError) as err:
-            # Not the server's (or too late for it): no one is waiting for this answer.
-            self.stats.dropped += 1
-            self._log.warning("callout.bad_request", error=str(err))
-            return
+            raise Unanswerable(f"not a valid auth request: {err}") from None
+
+    async def answer(self, request: jwt.AuthorizationRequest) -> bytes:
+        """Granted, or refused with a reason; the responder answers anything unexpected."""
         bound = self._log.bind(user=request.user[:64], host=request.host)
         response: dict[str, Any] = {"type": "authorization_response", "version": 2}
         try:
@@ -255,22 +234,16 @@ class AuthCallout:
         except Refused as err:
             response["error"] = str(err)
             self._refused(bound, request.host, str(err))
-        except (nats.errors.Error, TimeoutError) as err:  # the store is unreachable: the client retries
-            self.stats.refused += 1
-            response["error"] = STORE_UNAVAILABLE
-            bound.warning("callout.store_unavailable", error=repr(err))
-        except Exception:
-            self.stats.refused += 1
-            self.stats.errors += 1
-            response["error"] = UNEXPECTED
-            bound.exception("callout.error")
+        return self._signed(request, response)
+
+    def failed(self, request: jwt.AuthorizationRequest, failure: Failure) -> bytes:
+        """A refusal saying why (the server logs it): the client retries, as after any refusal."""
+        self.stats.refused += 1
+        return self._signed(request, {"type": "authorization_response", "version": 2, "error": failure.reason})
+
+    def _signed(self, request: jwt.AuthorizationRequest, response: dict[str, Any]) -> bytes:
         answer = {"sub": request.user_nkey, "aud": request.server_id, "nats": response}
-        try:
-            await msg.respond(jwt.encode(answer, self.issuer_seed).encode())
-        except Exception as err:
-            bound.warning("callout.answer_failed", error=repr(err))
-            return
-        self.stats.answered += 1
+        return jwt.encode(answer, self.issuer_seed).encode()
 
     def _refused(self, bound: Any, host: str, reason: str) -> None:
         self.stats.refused += 1

@@ -31,7 +31,7 @@ from clusternet_nats.api.registration import (
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.domain.names import dedicated_namespace, registration_request_name
 from clusternet_nats.hub.registration.records import ClusterCredential, credential_store
-from clusternet_nats.runtime.tasks import TaskPool
+from clusternet_nats.runtime.responder import Failure, Responder, Unanswerable
 from clusternet_nats.store import AlreadyExistsError, ObjectStore, StatusStore
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -47,14 +47,20 @@ def placement(spec: ClusterRegistrationRequestSpec) -> tuple[str, str]:
     return dedicated_namespace(spec.cluster_id), spec.cluster_name or spec.cluster_id
 
 
+def _encode(reply: RegistrationReply) -> bytes:
+    return reply.model_dump_json(by_alias=True, exclude_none=True).encode()
+
+
 def approved(namespace: str, name: str) -> ClusterRegistrationRequestStatus:
     return ClusterRegistrationRequestStatus(result=APPROVED, dedicated_namespace=namespace, managed_cluster_name=name)
 
 
 class Registrar:
     def __init__(self, nc: NATS, js: JetStreamContext, manual_approval: bool = False, concurrency: int = 64) -> None:
-        self.nc = nc
-        self._pool = TaskPool(concurrency)
+        # A registration storm is answered concurrently; the compare-and-set on the cluster id
+        # keeps two requests for one id apart.
+        subject = f"{REGISTRATION_SUBJECT_PREFIX}.*"
+        self.responder = Responder(nc, subject, self, name="the hub's registrar", queue=QUEUE, concurrency=concurrency)
         self.manual_approval = manual_approval
         self.credentials = credential_store(js)
         info = by_kind("ClusterRegistrationRequest")
@@ -63,32 +69,32 @@ class Registrar:
         self.clusters: ObjectStore[ManagedCluster] = ObjectStore(js, by_kind("ManagedCluster"))
 
     async def start(self) -> None:
-        await self.nc.subscribe(f"{REGISTRATION_SUBJECT_PREFIX}.*", queue=QUEUE, cb=self._dispatch)
+        await self.responder.start()
 
-    async def _dispatch(self, msg: Msg) -> None:
-        """A registration storm is answered concurrently (runtime/tasks.py); the compare-and-set
-        on the cluster id keeps two requests for one id apart."""
-        await self._pool.submit(self._handle(msg))
-
-    async def _handle(self, msg: Msg) -> None:
+    def accept(self, msg: Msg) -> tuple[str, bytes]:
+        """(cluster id, body) of a request asked by a holder of this id's registration prefix."""
         cluster_id = msg.subject.rsplit(".", 1)[-1]
         if not msg.reply.startswith(registering_inbox_prefix(cluster_id) + "."):
-            # Not asked by a holder of this id's registration prefix: the server delivering
-            # someone else's message here (NATS does not check reply subjects). No one to answer.
-            log.warning("registration.foreign_message", cluster_id=cluster_id, reply=msg.reply)
-            return
+            # The server delivering someone else's message here (NATS does not check reply
+            # subjects): answering would write into whatever the reply names.
+            raise Unanswerable(f"the reply is not under cluster {cluster_id}'s registering prefix")
+        return cluster_id, msg.data
+
+    async def answer(self, request: tuple[str, bytes]) -> bytes:
+        cluster_id, data = request
         try:
-            wire = RegistrationRequest.model_validate_json(msg.data)
+            wire = RegistrationRequest.model_validate_json(data)
             if wire.request.spec.cluster_id != cluster_id:
                 raise ValueError(f"spec.clusterId {wire.request.spec.cluster_id!r} is not {cluster_id!r}")
             reply = await self.register(wire)
         except (ValidationError, ValueError) as err:
             reply = RegistrationReply(result=DENIED, error_message=f"invalid ClusterRegistrationRequest: {err}")
-        except Exception:  # the store failing: say so, rather than let the agent time out
-            log.exception("registration.failed", cluster_id=cluster_id)
-            reply = RegistrationReply(result=PENDING, error_message="the hub could not record the request yet")
         log.info("registration.answered", cluster_id=cluster_id, result=reply.result, error=reply.error_message)
-        await msg.respond(reply.model_dump_json(by_alias=True, exclude_none=True).encode())
+        return _encode(reply)
+
+    def failed(self, request: tuple[str, bytes], failure: Failure) -> bytes:
+        """Pending, so the agent asks again: the request may be recorded once the store is back."""
+        return _encode(RegistrationReply(result=PENDING, error_message=failure.reason))
 
     async def register(self, wire: RegistrationRequest) -> RegistrationReply:
         spec = wire.request.spec
