@@ -1,9 +1,9 @@
 """What a user reads: the object from its bucket with `status` from the controllers' buckets.
 
 Spec and status live apart so users and controllers never compare-and-set the same key; the
-user still sees Clusternet's single object. A Subscription's status has two writers, the
-scheduler (`bindings`) and the deployer (`subscriptions-status`), and is stitched together here.
-A binding made for an earlier Subscription of the same name (another uid) is not shown.
+user still sees Clusternet's single object. Where a kind's status has a second writer (a
+Subscription's: the scheduler's `bindings`), the records are read here and joined by
+`domain.subscriptions`.
 Lists read each bucket in one pass, never one round trip per object. Shared by the hub (HTTP
 reads) and the bridge (status written back onto a parent apiserver's CRDs), so both show the same.
 """
@@ -11,12 +11,11 @@ reads) and the bridge (status written back onto a parent apiserver's CRDs), so b
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import structlog
-from clusternet_nats.api import KindInfo, KubeObject, Subscription, all_kinds
-from clusternet_nats.api.apps import SubscriptionStatus
+from clusternet_nats.api import KindInfo, KubeObject, all_kinds
 from clusternet_nats.api.binding import SubscriptionBinding
+from clusternet_nats.domain.subscriptions import has_binding, with_binding
 from clusternet_nats.store.buckets import BINDINGS_BUCKET
 from clusternet_nats.store.keys import namespace_filter
 from clusternet_nats.store.kv import JsonBucket, ObjectStore
@@ -62,7 +61,7 @@ class ObjectViews:
         objects, statuses, bindings = await asyncio.gather(
             self.store(info).list(namespace),
             self._all(self._status.get(info.kind), key_filter),
-            self._all(self._bindings if info.kind == Subscription.KIND else None, key_filter),
+            self._all(self._bindings if has_binding(info) else None, key_filter),
         )
         out = []
         for obj in objects:
@@ -76,7 +75,7 @@ class ObjectViews:
         return None if found is None else found[0]
 
     async def _get_binding(self, info: KindInfo, key: str) -> bytes | None:
-        found = await self._bindings.get(key) if info.kind == Subscription.KIND else None
+        found = await self._bindings.get(key) if has_binding(info) else None
         return None if found is None else found[0]
 
     @staticmethod
@@ -91,7 +90,7 @@ def _merge(info: KindInfo, obj: KubeObject, status: bytes | None, binding: bytes
     if model is None:
         return obj
     value = _decode(model, status, info, obj) if status else model()
-    if isinstance(value, SubscriptionStatus) and binding:
+    if binding:
         value = _with_binding(value, binding, obj)
     setattr(obj, "status", value)  # noqa: B010 - status is declared by the kind, not by KubeObject
     return obj
@@ -106,18 +105,10 @@ def _decode(model: type[BaseModel], data: bytes, info: KindInfo, obj: KubeObject
         return model()
 
 
-def _with_binding(status: SubscriptionStatus, data: bytes, obj: KubeObject) -> SubscriptionStatus:
+def _with_binding(status: BaseModel, data: bytes, obj: KubeObject) -> BaseModel:
     try:
         binding = SubscriptionBinding.model_validate_json(data)
     except ValidationError as err:
         log.warning("binding.unreadable", object=obj.namespaced_name(), error=str(err))
         return status
-    if binding.subscription_uid != obj.metadata.uid:
-        return status
-    update: dict[str, Any] = {
-        "binding_clusters": binding.binding_clusters,
-        "replicas": binding.replicas,
-        "spec_hash": binding.spec_hash,
-        "desired_releases": binding.desired_releases,
-    }
-    return status.model_copy(update=update)
+    return with_binding(status, binding, obj)

@@ -22,7 +22,7 @@ from clusternet_nats.api.apps import (
     Subscription,
     SubscriptionStatus,
 )
-from clusternet_nats.api.binding import SubscriptionBinding, spec_hash
+from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.meta import Feed
 from clusternet_nats.api.registry import KindInfo
@@ -42,6 +42,7 @@ from clusternet_nats.deployer.warnings import Warnings
 from clusternet_nats.deployer.writes import Outcome, ensure, remove
 from clusternet_nats.domain.descriptions import SUCCESSFULLY_DEPLOYED, failed
 from clusternet_nats.domain.feeds import format_feed, is_chart_feed
+from clusternet_nats.domain.subscriptions import scheduled
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import ObjectStore, StatusStore, object_key
 
@@ -68,11 +69,7 @@ class Deployer:
                     await self.statuses.delete(key)
                 return
             binding = self.caches.bindings.get(key)
-            if (
-                binding is None
-                or binding.subscription_uid != sub.metadata.uid
-                or binding.spec_hash != spec_hash(sub.spec)
-            ):
+            if binding is None or not scheduled(binding, sub):
                 log.debug("deployer.waiting_for_scheduler")
                 return
             await self._deploy(sub, binding)

@@ -1,0 +1,46 @@
+"""A Subscription's status as Clusternet shows it, though two services write it apart.
+
+Clusternet keeps one status with two writers: the scheduler (bindingClusters, replicas, specHash,
+desiredReleases) and the deployer (aggregatedStatuses, completedReleases). Here the scheduler
+writes a `SubscriptionBinding` and the deployer the status record, so they never compare-and-set
+one key; this module says how they join. A binding made for an earlier Subscription of the same
+name (another uid) belongs to nothing, and the deployer acts only on a binding made for the
+current spec (its specHash), as Clusternet's deployer waits for the scheduler.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clusternet_nats.api.apps import Subscription, SubscriptionStatus
+from clusternet_nats.api.binding import SubscriptionBinding, spec_hash
+from clusternet_nats.api.meta import KubeObject
+from clusternet_nats.api.registry import KindInfo
+from pydantic import BaseModel
+
+
+def has_binding(info: KindInfo) -> bool:
+    """Whether the scheduler's binding is part of this kind's status (a Subscription's only)."""
+    return info.kind == Subscription.KIND
+
+
+def binding_is_for(binding: SubscriptionBinding, obj: KubeObject) -> bool:
+    return binding.subscription_uid == obj.metadata.uid
+
+
+def scheduled(binding: SubscriptionBinding, sub: Subscription) -> bool:
+    """Whether `binding` is the scheduler's decision for this Subscription's current spec."""
+    return binding_is_for(binding, sub) and binding.spec_hash == spec_hash(sub.spec)
+
+
+def with_binding(status: BaseModel, binding: SubscriptionBinding, obj: KubeObject) -> BaseModel:
+    """`status` as users read it: a Subscription's with the scheduler's part of its binding."""
+    if not isinstance(status, SubscriptionStatus) or not binding_is_for(binding, obj):
+        return status
+    update: dict[str, Any] = {
+        "binding_clusters": binding.binding_clusters,
+        "replicas": binding.replicas,
+        "spec_hash": binding.spec_hash,
+        "desired_releases": binding.desired_releases,
+    }
+    return status.model_copy(update=update)
