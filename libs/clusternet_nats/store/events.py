@@ -13,6 +13,7 @@ from clusternet_nats.api.meta import KubeObject
 from clusternet_nats.store.buckets import EVENTS_STREAM, EVENTS_SUBJECT_PREFIX
 from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.store.keys import object_key
+from clusternet_nats.store.kv import CONTENT_TYPE, JSON_CONTENT_TYPE
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
@@ -47,7 +48,7 @@ class EventRecorder:
             await self.js.publish(
                 event_subject(obj.kind, obj.metadata.namespace, obj.name),
                 event.to_json(),
-                headers={"Content-Type": "application/json"},
+                headers={CONTENT_TYPE: JSON_CONTENT_TYPE},
             )
         except Exception as err:
             log.warning("event.not_recorded", reason=reason, object=obj.namespaced_name(), error=repr(err))

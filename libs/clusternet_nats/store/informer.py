@@ -40,7 +40,8 @@ from clusternet_nats.api.registration import agent_consumer_name
 from clusternet_nats.store.domain import api_prefix
 from clusternet_nats.store.errors import IntakeRefusedError
 from clusternet_nats.store.intake import IntakeClient
-from clusternet_nats.store.keys import subject_matches
+from clusternet_nats.store.keys import kv_stream, kv_subject_prefix, subject_matches
+from clusternet_nats.store.kv import is_deletion
 from clusternet_nats.store.pull import PullReader, PushReader
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -52,7 +53,6 @@ Handler = Callable[[str, "T | None"], None]
 
 _FETCH_BATCH = 512
 DEFAULT_IDLE_POLL = 30.0
-_DELETE_OPS = {"DEL", "PURGE"}
 
 log = structlog.get_logger(__name__)
 
@@ -75,8 +75,8 @@ class Informer(Generic[T]):
         """A registered cluster's: its Descriptions are delivered by a consumer the hub makes."""
         self.idle_poll = idle_poll
         self.bucket = bucket
-        self.stream = f"KV_{bucket}"
-        self.subject_prefix = f"$KV.{bucket}."
+        self.stream = kv_stream(bucket)
+        self.subject_prefix = kv_subject_prefix(bucket)
         self.key_filter = key_filter
         self.decode = decode
         self._cache: dict[str, T] = {}
@@ -252,9 +252,7 @@ class Informer(Generic[T]):
             self._log.warning("informer.foreign_key", subject=msg.subject)
             return
         key = msg.subject[len(self.subject_prefix) :]
-        headers = msg.headers or {}
-        deleted = headers.get("KV-Operation") in _DELETE_OPS or "Nats-Marker-Reason" in headers
-        if deleted:
+        if is_deletion(msg.headers):
             self._remove(key)
             return
         if seen is not None:

@@ -9,6 +9,8 @@ appears in a Kubernetes name, so the escaping is unambiguous and reversible.
 
 import re
 
+from nats.js.client import KV_PRE_TEMPLATE, KV_STREAM_TEMPLATE
+
 _UNSAFE = re.compile(r"[^-_.a-zA-Z0-9/]")
 _ESCAPED = re.compile(r"=([0-9A-F]{2})")
 
@@ -50,3 +52,13 @@ def subject_matches(pattern: str, subject: str) -> bool:
         if i >= len(have) or (token != "*" and token != have[i]):
             return False
     return len(want) == len(have)
+
+
+def kv_stream(bucket: str) -> str:
+    """The stream that holds a KV bucket (nats-py's naming: `KV_<bucket>`)."""
+    return KV_STREAM_TEMPLATE.format(bucket=bucket)
+
+
+def kv_subject_prefix(bucket: str) -> str:
+    """The subject prefix of a bucket's keys (nats-py's naming: `$KV.<bucket>.`)."""
+    return KV_PRE_TEMPLATE.format(bucket=bucket)

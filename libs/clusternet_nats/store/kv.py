@@ -2,34 +2,60 @@
 
 Every write carries the revision it was based on (`Nats-Expected-Last-Subject-Sequence`), so a
 write built on a stale read fails with ConflictError instead of silently undoing someone
-else's change. The KV revision is the object's `metadata.resourceVersion`. Writes go through
-`js.publish` rather than nats-py's KV helpers only so each message can say its encoding in a
-`Content-Type` header; the wire protocol is the KV protocol unchanged.
+else's change. The KV revision is the object's `metadata.resourceVersion`.
+
+What is nats-py's and what is ours, and why:
+
+* Reads are nats-py's `KeyValue.get` (a direct get where the bucket allows it), tombstones
+  included (a deleted key's KeyNotFoundError carries the delete marker's revision).
+* Writes are `js.publish` with nats-py's header names, not `KeyValue.create/update/delete`,
+  for two things those cannot do: every value says its encoding in a `Content-Type` header
+  (docs/architecture.md; KeyValue sets its own headers and takes none), and an agent whose
+  JetStream is another domain's, across a leaf node, writes through `$JS.<domain>.API.$KV...`
+  because nats-server denies `$KV.>` between domains (nats.go's `useJSPfx`; nats-py's KeyValue
+  always publishes to `$KV.`). So creating over a tombstone is ours too, in KeyValue.create's
+  steps. The wire protocol is the KV protocol unchanged.
+* A lost compare-and-set is the JetStream error nats-py's KeyValue turns into
+  KeyWrongLastSequenceError (codes 10071 and 10164, which nats-py names nowhere public); here it
+  becomes ConflictError, in one place (`_cas_publish`).
+* `entries()` lists with a server-side subject filter and values in one consumer pass, where
+  nats-py's `keys(filters=...)` watches the whole bucket and matches substrings.
+* A registered cluster uses no JetStream at all: its buckets are requests to the hub's intake
+  (store/intake.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from clusternet_nats.api.meta import KubeObject, utcnow
 from clusternet_nats.api.registry import KindInfo
-from clusternet_nats.store.domain import DEFAULT_API, api_prefix
+from clusternet_nats.store.domain import api_prefix
 from clusternet_nats.store.errors import AlreadyExistsError, ConflictError
 from clusternet_nats.store.errors import NotFoundError as ObjectNotFoundError
 from clusternet_nats.store.intake import IntakeClient
-from clusternet_nats.store.keys import object_key
+from clusternet_nats.store.keys import kv_stream, kv_subject_prefix, object_key
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, Header
-from nats.js.errors import APIError, KeyDeletedError, KeyNotFoundError, NotFoundError
-from nats.js.kv import KV_DEL, KV_OP, KV_PURGE, KeyValue
+from nats.js.api import DEFAULT_PREFIX, AckPolicy, ConsumerConfig, DeliverPolicy, Header
+from nats.js.errors import APIError, KeyNotFoundError
+from nats.js.kv import KV_DEL, KV_MARKER_REASON, KV_OP, KV_PURGE, KeyValue
 from pydantic import BaseModel
 
+CONTENT_TYPE = "Content-Type"
 JSON_CONTENT_TYPE = "application/json"
-_WRONG_LAST_SEQUENCE = (10071, 10164)
-_DELETED = (KV_DEL, KV_PURGE)
+_WRONG_LAST_SEQUENCE = (10071, 10164)  # JSStreamWrongLastSequenceErrF, JSStreamWrongLastSequenceConstantErr
+
+
+def is_deletion(headers: Mapping[str, str] | None) -> bool:
+    """Whether a KV message is a delete marker: ours (KV-Operation DEL/PURGE) or one the server
+    placed (Nats-Marker-Reason, nats-server 2.11+, in a bucket with a TTL; nats-py's `get` does
+    not recognise those, so `JsonBucket.get` on such a bucket would see an empty value)."""
+    return headers is not None and (headers.get(KV_OP) in (KV_DEL, KV_PURGE) or KV_MARKER_REASON in headers)
+
 
 T = TypeVar("T", bound=BaseModel)
 K = TypeVar("K", bound=KubeObject)
@@ -56,14 +82,13 @@ class JsonBucket:
 
     @property
     def prefix(self) -> str:
-        return f"$KV.{self.name}."
+        return kv_subject_prefix(self.name)
 
     @property
     def write_prefix(self) -> str:
-        """Where writes go: through `$JS.<domain>.API.` when JetStream is another domain's, since
-        nats-server denies `$KV.>` across leaf nodes between domains (as nats.go's `useJSPfx`)."""
+        """Where writes go: through `$JS.<domain>.API.` when JetStream is another domain's (above)."""
         api = api_prefix(self.js)
-        return self.prefix if api == DEFAULT_API else f"{api}.{self.prefix}"
+        return self.prefix if api == DEFAULT_PREFIX else f"{api}.{self.prefix}"
 
     async def _bucket(self) -> KeyValue:
         if self._kv is None:
@@ -76,15 +101,11 @@ class JsonBucket:
         kv = await self._bucket()
         try:
             entry = await kv.get(key, validate_keys=False)
-        except (KeyNotFoundError, KeyDeletedError, NotFoundError):
+        except KeyNotFoundError:  # nats-py reports a deleted key so too
             return None
         return entry.value or b"", entry.revision or 0
 
-    async def write(self, key: str, data: bytes, revision: int) -> int:
-        """Writes iff the key's latest revision is `revision` (0: the key must not exist)."""
-        if self.intake is not None:
-            return await self.intake.put(self.name, key, data, revision)
-        headers = {Header.EXPECTED_LAST_SUBJECT_SEQUENCE: str(revision), "Content-Type": JSON_CONTENT_TYPE}
+    async def _cas_publish(self, key: str, data: bytes, headers: dict[str, str]) -> int:
         try:
             ack = await self.js.publish(self.write_prefix + key, data, headers=headers)
         except APIError as err:
@@ -92,6 +113,13 @@ class JsonBucket:
                 raise ConflictError(self.name, key, err.description or "") from err
             raise
         return int(ack.seq)
+
+    async def write(self, key: str, data: bytes, revision: int) -> int:
+        """Writes iff the key's latest revision is `revision` (0: the key must not exist)."""
+        if self.intake is not None:
+            return await self.intake.put(self.name, key, data, revision)
+        headers = {Header.EXPECTED_LAST_SUBJECT_SEQUENCE: str(revision), CONTENT_TYPE: JSON_CONTENT_TYPE}
+        return await self._cas_publish(key, data, headers)
 
     async def create(self, key: str, data: bytes) -> int:
         if self.intake is not None:  # the hub creates over a tombstone itself
@@ -119,12 +147,7 @@ class JsonBucket:
         headers = {KV_OP: KV_DEL}
         if revision:
             headers[Header.EXPECTED_LAST_SUBJECT_SEQUENCE] = str(revision)
-        try:
-            await self.js.publish(self.write_prefix + key, b"", headers=headers)
-        except APIError as err:
-            if err.err_code in _WRONG_LAST_SEQUENCE:
-                raise ConflictError(self.name, key, err.description or "") from err
-            raise
+        await self._cas_publish(key, b"", headers)
 
     async def entries(self, key_filter: str = ">", headers_only: bool = False) -> list[tuple[str, bytes, int]]:
         """(key, value, revision) of every live key matching a subject filter, in one consumer pass.
@@ -139,7 +162,7 @@ class JsonBucket:
             inactive_threshold=10.0,
             mem_storage=True,
         )
-        sub = await self.js.pull_subscribe(self.prefix + key_filter, stream=f"KV_{self.name}", config=config)
+        sub = await self.js.pull_subscribe(self.prefix + key_filter, stream=kv_stream(self.name), config=config)
         out: list[tuple[str, bytes, int]] = []
         try:
             pending = (await sub.consumer_info()).num_pending or 0
@@ -147,7 +170,7 @@ class JsonBucket:
                 msgs = await sub.fetch(min(pending, 1024), timeout=5.0)
                 for msg in msgs:
                     pending = msg.metadata.num_pending or 0
-                    if (msg.headers or {}).get(KV_OP) in _DELETED:
+                    if is_deletion(msg.headers):
                         continue
                     out.append((msg.subject[len(self.prefix) :], msg.data, msg.metadata.sequence.stream))
         finally:

@@ -15,6 +15,10 @@ NATS does not check reply subjects: anyone may pull from a consumer of their own
 as the reply, and the server delivers their messages to us. A delivery is taken only when its
 ack subject, which the server writes, names our stream and our consumer; anything else is
 dropped with a warning.
+
+Status codes and header names are nats-py's (`nats.js.api.StatusCode`, `Header`). The pull request
+is ours: nats-py builds the `CONSUMER.MSG.NEXT` subject and its JSON body only inside
+`PullSubscription.fetch`, with no public way to send one that returns messages as they come.
 """
 
 from __future__ import annotations
@@ -29,12 +33,9 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.errors import NotJSMessageError
+from nats.js.api import DEFAULT_PREFIX, Header, StatusCode
 
-_STATUS = "Status"
-_DESCRIPTION = "Description"
-_HEARTBEAT = "100"
-_REQUEST_DONE = ("404", "408")
-_LAST_CONSUMER = "Nats-Last-Consumer"
+_REQUEST_DONE = (StatusCode.NO_MESSAGES, StatusCode.REQUEST_TIMEOUT)
 
 log = structlog.get_logger(__name__)
 
@@ -51,7 +52,7 @@ class PullReader:
         consumer: str,
         batch: int = 512,
         expires: float = 30.0,
-        api_prefix: str = "$JS.API",
+        api_prefix: str = DEFAULT_PREFIX,
     ) -> None:
         self.nc = nc
         self.stream, self.consumer = stream, consumer
@@ -101,7 +102,8 @@ class PullReader:
                 return msgs
 
     def _accept(self, msg: Msg) -> list[Msg]:
-        status = (msg.headers or {}).get(_STATUS)
+        headers = msg.headers or {}
+        status = headers.get(Header.STATUS)
         if not status:
             if not self._ours(msg):
                 return []
@@ -109,13 +111,13 @@ class PullReader:
             self._follows(msg.metadata.sequence.consumer - 1)
             self._delivered = msg.metadata.sequence.consumer
             return [msg]
-        if status == _HEARTBEAT:
-            self._follows(int((msg.headers or {}).get(_LAST_CONSUMER, self._delivered)))
+        if status == StatusCode.CONTROL_MESSAGE:  # an idle heartbeat
+            self._follows(int(headers.get(Header.LAST_CONSUMER, self._delivered)))
             return []
         if status in _REQUEST_DONE:
             self._outstanding = 0
             return []
-        description = (msg.headers or {}).get(_DESCRIPTION, "")
+        description = headers.get(Header.DESCRIPTION, "")
         raise ConsumerGoneError(f"{status} {description}".strip())
 
     def _ours(self, msg: Msg) -> bool:
