@@ -182,6 +182,21 @@ def test_field_json_patch_in_yaml_format() -> None:
     assert doc["data"]["app.yaml"] == "server:\n  port: 80\nname: demo\n"  # the input is not mutated
 
 
+def test_timestamps_in_values_and_fields_stay_strings() -> None:
+    """A YAML field keeps a date a string (re-quoted, so it reads back the same); a value's date
+    lands as the text written, and the result is still JSON."""
+    doc = {"data": {"app.yaml": "released: 2024-01-02\nreplicas: 1\n", "when": "2023-12-31"}}
+    overrides = [
+        _override(OverrideType.FIELD_MERGE_PATCH, "replicas: 2", field_path="/data/app.yaml", field_format="YAML"),
+        _override(OverrideType.MERGE_PATCH, "data:\n  when: 2024-01-02T10:00:00Z\n"),
+    ]
+
+    result, _ = apply_overrides(overrides, generic=doc)
+
+    assert result["data"] == {"app.yaml": "released: '2024-01-02'\nreplicas: 2\n", "when": "2024-01-02T10:00:00Z"}
+    assert json.loads(json.dumps(result)) == result
+
+
 def test_merge_patch_in_yaml_removes_with_null() -> None:
     doc = {"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"ports": [1, 2]}}
     value = "metadata:\n  labels:\n    a: null\n    c: '3'\nspec:\n  ports: [9]\n"
