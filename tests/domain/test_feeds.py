@@ -30,9 +30,11 @@ from clusternet_nats.deployer.descriptions import Target, render_generic
 from clusternet_nats.deployer.status import Release, aggregate
 from clusternet_nats.domain.feeds import (
     Selector,
+    chart_feed,
     feed_key,
     feed_selector,
     format_feed,
+    is_chart_feed,
     manifest_selectors,
     names_object,
 )
@@ -234,3 +236,9 @@ def test_feed_key_and_format_feed_are_clusternets() -> None:
     cluster_scoped = Feed(api_version="v1", kind="Namespace", name="qux")
     assert (feed_key(namespaced), format_feed(namespaced)) == ("apps/v1/Deployment/qux/web", "Deployment qux/web")
     assert (feed_key(cluster_scoped), format_feed(cluster_scoped)) == ("v1/Namespace/qux", "Namespace qux")
+
+
+def test_a_chart_feed_without_a_namespace_names_the_chart_in_default() -> None:
+    feed = Feed(api_version="apps.clusternet.io/v1alpha1", kind="HelmChart", name="redis")
+    assert is_chart_feed(feed)
+    assert feed_selector(feed) == feed_selector(chart_feed("default", "redis"))

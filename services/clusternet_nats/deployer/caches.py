@@ -89,7 +89,7 @@ class Caches:
 
     def chart_for(self, feed: Feed) -> HelmChart | None:
         selector = feed_selector(feed)
-        return self.charts.get(object_key(selector.namespace, selector.name)) if selector.namespace else None
+        return self.charts.get(object_key(selector.namespace, selector.name))
 
     def cluster(self, namespaced_name: str) -> ManagedCluster | None:
         namespace, _, name = namespaced_name.partition("/")
