@@ -31,7 +31,7 @@ POLICY = {
         {"role": "edit", "users": [EDITOR], "namespaces": [OWN]},
     ]
 }
-ANONYMOUS = {("GET", "/healthz"), ("HEAD", "/healthz"), ("GET", "/readyz"), ("HEAD", "/readyz")}
+ANONYMOUS = {(method, path) for method in ("GET", "HEAD") for path in ("/healthz", "/livez", "/readyz")}
 READS = frozenset({"GET", "HEAD"})
 REGISTRATION = "/apis/registration.clusternet-nats.io/"
 

@@ -27,8 +27,8 @@ import asyncio
 from enum import StrEnum
 from pathlib import Path
 
-import yaml
 from clusternet_nats.api.registration import BOOTSTRAP_TOKENS_PATH
+from clusternet_nats.api.yamljson import DecodeError, load_yaml
 from clusternet_nats.hub.auth.attributes import Attributes
 from clusternet_nats.hub.auth.decision import NO_OPINION, Decision, Verdict
 from clusternet_nats.hub.auth.user import SYSTEM_MASTERS
@@ -97,9 +97,9 @@ class PolicyError(ValueError):
 
 def parse_policy(text: str, source: str = "policy") -> Policy:
     try:
-        data = yaml.safe_load(text) or {}
+        data = load_yaml(text) or {}
         return Policy.model_validate(data)
-    except yaml.YAMLError as err:
+    except DecodeError as err:
         raise PolicyError(f"{source}: not valid YAML: {err}") from None
     except ValidationError as err:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors())
