@@ -67,7 +67,7 @@ def subscription(name: str, cluster: str) -> KubeObject:
     )
 
 
-class Hub:
+class StoreWriter:
     def __init__(self, js: JetStreamContext) -> None:
         self.js = js
 
@@ -92,7 +92,7 @@ def child_config_maps(sim: SimCluster) -> dict[str, tuple[str, str]]:
     }
 
 
-async def publish_three(hub: Hub, cluster: str, sim: Callable[[], SimCluster]) -> str:
+async def publish_three(hub: StoreWriter, cluster: str, sim: Callable[[], SimCluster]) -> str:
     """a, b and c delivered to the child; returns the uid of c, the one that will never change."""
     for name in ("a", "b", "c"):
         await hub.publish(name, "1", cluster)
@@ -100,7 +100,7 @@ async def publish_three(hub: Hub, cluster: str, sim: Callable[[], SimCluster]) -
     return child_config_maps(sim())["c"][1]
 
 
-async def change_while_cut(hub: Hub, cluster: str, namespace: str) -> None:
+async def change_while_cut(hub: StoreWriter, cluster: str, namespace: str) -> None:
     """Deletes a, changes b, adds d, and waits until the hub has rendered that for the child."""
     await hub.delete(subscription("a", cluster))
     await hub.publish("b", "2", cluster)
@@ -129,7 +129,7 @@ def holds(sim: SimCluster, want: dict[str, str]) -> bool:
 async def test_a_cut_off_child_converges_and_prunes_nothing_by_mistake(
     private_nats: NatsServer, private_js: JetStreamContext, tmp_path: Path, restarted_while_cut: bool
 ) -> None:
-    hub = Hub(private_js)
+    hub = StoreWriter(private_js)
     options = AgentOptions(cluster_name=f"c{uuid.uuid4().hex[:6]}", report_frequency=1.0, state_dir=tmp_path)
     cluster = options.identities()[0].name
     agent = Agent(options)
@@ -167,7 +167,7 @@ async def test_a_child_cut_off_at_its_leaf_link_converges(tmp_path: Path) -> Non
     name = f"leaf{uuid.uuid4().hex[:6]}"
     async with contextlib.AsyncExitStack() as stack:
         secured = await stack.enter_async_context(secured_hub(tmp_path))
-        hub = Hub(secured.nc.jetstream())
+        hub = StoreWriter(secured.nc.jetstream())
         for service, build in HUB_SIDE:
             await stack.enter_async_context(running_service(service, build, secured.secure.url("hub")))
         link = await stack.enter_async_context(TcpLink("127.0.0.1", secured.secure.leaf_port))

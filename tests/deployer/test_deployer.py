@@ -33,7 +33,7 @@ from nats.js import JetStreamContext
 
 
 @dataclass
-class Hub:
+class Upstream:
     """Writes objects the way the hub, the scheduler and the agent do."""
 
     js: JetStreamContext
@@ -72,8 +72,8 @@ class Hub:
 
 
 @pytest.fixture
-async def hub(js: JetStreamContext, unique_ns: str) -> Hub:
-    return Hub(js, unique_ns)
+async def hub(js: JetStreamContext, unique_ns: str) -> Upstream:
+    return Upstream(js, unique_ns)
 
 
 @pytest.fixture
@@ -153,7 +153,9 @@ def _rendered(description: Description) -> list[dict[str, Any]]:
     return [json.loads(raw) for raw in description.spec.raw or []]
 
 
-async def test_subscription_is_rendered_per_cluster_aggregated_rebound_and_collected(hub: Hub, deployer: None) -> None:
+async def test_subscription_is_rendered_per_cluster_aggregated_rebound_and_collected(
+    hub: Upstream, deployer: None
+) -> None:
     ns = hub.ns
     cluster_a, cluster_b = await hub.cluster("a"), await hub.cluster("b")
     for manifest in _manifests(ns):
@@ -266,7 +268,7 @@ async def test_subscription_is_rendered_per_cluster_aggregated_rebound_and_colle
 
 
 async def test_missing_feed_blocks_with_a_warning_and_orphans_are_collected_at_start(
-    hub: Hub, nats_server: NatsServer
+    hub: Upstream, nats_server: NatsServer
 ) -> None:
     ns = hub.ns
     cluster = await hub.cluster("a")

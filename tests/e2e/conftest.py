@@ -27,7 +27,7 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
     assert all(code == 0 for code in codes.values()), f"services must exit 0 on SIGTERM: {codes}"
 
 
-class Hub:
+class HubClient:
     def __init__(self, session: aiohttp.ClientSession, url: str) -> None:
         self.session, self.url = session, url
 
@@ -44,11 +44,11 @@ class Hub:
 
 
 @pytest.fixture
-async def hub(system: System) -> AsyncIterator[Hub]:
+async def hub(system: System) -> AsyncIterator[HubClient]:
     """An admin session on the system's hub (its generated CA, the admin token)."""
     connector = aiohttp.TCPConnector(ssl=system.hub_ssl_context())
     async with aiohttp.ClientSession(headers=system.hub_headers(), connector=connector) as session:
-        yield Hub(session, system.hub_url)
+        yield HubClient(session, system.hub_url)
 
 
 def child_objects(system: System, cluster: str) -> set[tuple[str, str, str]]:

@@ -13,7 +13,7 @@ from clusternet_nats.predictor.messages import AccommodationReply, Accommodation
 from clusternet_nats.testing.system import System
 from clusternet_nats.testing.waiting import eventually
 
-from .conftest import APPS, CLUSTERS, Hub, cnet, owned_by
+from .conftest import APPS, CLUSTERS, HubClient, cnet, owned_by
 
 APP = """
 apiVersion: v1
@@ -50,7 +50,7 @@ def write_app(tmp_path: Path, name: str) -> Path:
     return path
 
 
-async def converged(hub: Hub, name: str, clusters: int = 3) -> dict[str, Any] | None:
+async def converged(hub: HubClient, name: str, clusters: int = 3) -> dict[str, Any] | None:
     """Completed everywhere, with exactly one Base and one Description per cluster."""
     sub = await hub.get(f"{APPS}/namespaces/default/subscriptions/{name}")
     status = (sub or {}).get("status") or {}
@@ -68,7 +68,7 @@ async def converged(hub: Hub, name: str, clusters: int = 3) -> dict[str, Any] | 
 
 @pytest.mark.parametrize("service", ["scheduler", "deployer", "agent"])
 async def test_rollout_waits_for_a_killed_link_of_the_chain_and_converges_after(
-    system: System, hub: Hub, tmp_path: Path, service: str
+    system: System, hub: HubClient, tmp_path: Path, service: str
 ) -> None:
     """SIGKILL one service, apply while it is down, restart it: exactly one Base and one
     Description per cluster, and every release completed."""
@@ -84,7 +84,7 @@ async def test_rollout_waits_for_a_killed_link_of_the_chain_and_converges_after(
     assert len(sub["status"]["bindingClusters"]) == 3
 
 
-async def test_killed_hub_loses_nothing_it_accepted(system: System, hub: Hub, tmp_path: Path) -> None:
+async def test_killed_hub_loses_nothing_it_accepted(system: System, hub: HubClient, tmp_path: Path) -> None:
     name = "kill-hub"
     result = cnet(system, "apply", "-f", str(write_app(tmp_path, name)))
     assert result.returncode == 0, result.stderr
@@ -94,7 +94,7 @@ async def test_killed_hub_loses_nothing_it_accepted(system: System, hub: Hub, tm
     await eventually(lambda: converged(hub, name), 60, what="rollout accepted before the hub died")
 
 
-async def test_killed_predictor_answers_again_after_restart(system: System, hub: Hub) -> None:
+async def test_killed_predictor_answers_again_after_restart(system: System, hub: HubClient) -> None:
     system.services["predictor"].kill()
     system.services["predictor"].start()
     await system.wait_ready_async(60, ("predictor",))
@@ -114,7 +114,7 @@ async def test_killed_predictor_answers_again_after_restart(system: System, hub:
     assert reply.max_acceptable_replicas == 12, "3 simulated nodes of 4 CPUs fit 12 one-CPU replicas"
 
 
-async def test_nats_restart_every_service_resumes(system: System, hub: Hub, tmp_path: Path) -> None:
+async def test_nats_restart_every_service_resumes(system: System, hub: HubClient, tmp_path: Path) -> None:
     system.nats.restart()
     back = time.monotonic()
     await system.wait_ready_async(30)

@@ -9,7 +9,7 @@ import pytest
 from clusternet_nats.testing.system import System
 from clusternet_nats.testing.waiting import eventually
 
-from .conftest import APPS, CLUSTERS, REPO, Hub, child_objects, cnet, owned_by
+from .conftest import APPS, CLUSTERS, REPO, HubClient, child_objects, cnet, owned_by
 
 APP_OBJECTS = {
     ("Namespace", "", "foo"),
@@ -20,7 +20,7 @@ APP_OBJECTS = {
 SUB = f"{APPS}/namespaces/default/subscriptions/app-demo"
 
 
-async def prod_clusters(hub: Hub) -> list[str]:
+async def prod_clusters(hub: HubClient) -> list[str]:
     mcls = await hub.items(f"{CLUSTERS}/managedclusters")
     return sorted(
         f"{m['metadata']['namespace']}/{m['metadata']['name']}"
@@ -36,7 +36,7 @@ def deployment_status(sub: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-async def test_three_simulated_clusters_register_with_their_labels(hub: Hub) -> None:
+async def test_three_simulated_clusters_register_with_their_labels(hub: HubClient) -> None:
     mcls = await eventually(lambda: _all_clusters(hub), 30, what="3 ManagedClusters")
     envs = sorted(m["metadata"]["labels"]["env"] for m in mcls)
     assert envs == ["prod", "prod", "staging"]
@@ -45,12 +45,12 @@ async def test_three_simulated_clusters_register_with_their_labels(hub: Hub) -> 
         assert m["metadata"]["labels"]["clusters.clusternet.io/cluster-id"] == m["spec"]["clusterId"]
 
 
-async def _all_clusters(hub: Hub) -> list[dict[str, Any]] | None:
+async def _all_clusters(hub: HubClient) -> list[dict[str, Any]] | None:
     mcls = await hub.items(f"{CLUSTERS}/managedclusters")
     return mcls if len(mcls) == 3 else None
 
 
-async def test_replication_rolls_out_to_matching_clusters_only(system: System, hub: Hub) -> None:
+async def test_replication_rolls_out_to_matching_clusters_only(system: System, hub: HubClient) -> None:
     result = cnet(system, "apply", "-f", str(REPO / "examples" / "replication"))
     assert result.returncode == 0, result.stderr + result.stdout
     assert "subscription.apps.clusternet.io/app-demo" in result.stdout
@@ -81,14 +81,14 @@ async def test_replication_rolls_out_to_matching_clusters_only(system: System, h
             assert not APP_OBJECTS & child_objects(system, name), f"{name} is staging and must get nothing"
 
 
-async def _ready_deployment(hub: Hub) -> dict[str, Any] | None:
+async def _ready_deployment(hub: HubClient) -> dict[str, Any] | None:
     agg = deployment_status(await hub.get(SUB) or {})
     if agg and agg["feedStatusSummary"].get("replicaStatus", {}).get("readyReplicas") == 6:
         return agg
     return None
 
 
-async def test_invalid_input_is_rejected_and_changes_nothing(system: System, hub: Hub, tmp_path: Any) -> None:
+async def test_invalid_input_is_rejected_and_changes_nothing(system: System, hub: HubClient, tmp_path: Any) -> None:
     before = await hub.items(f"{APPS}/subscriptions")
     bad = tmp_path / "bad.yaml"
     bad.write_text(
@@ -103,7 +103,7 @@ async def test_invalid_input_is_rejected_and_changes_nothing(system: System, hub
     assert await hub.items(f"{APPS}/subscriptions") == before
 
 
-async def test_deleting_the_subscription_removes_bases_descriptions_and_objects(system: System, hub: Hub) -> None:
+async def test_deleting_the_subscription_removes_bases_descriptions_and_objects(system: System, hub: HubClient) -> None:
     await eventually(lambda: hub.get(SUB), 30)
     result = cnet(system, "delete", "subscription", "app-demo", "-n", "default")
     assert result.returncode == 0, result.stderr

@@ -29,7 +29,7 @@ STATIC = {"type": "Static"}
 DYNAMIC = {"type": "Dynamic"}
 
 
-class Hub:
+class Stores:
     """The stores a test writes through, and the binding it waits for."""
 
     def __init__(self, js: JetStreamContext) -> None:
@@ -59,8 +59,8 @@ class Hub:
 
 
 @pytest.fixture
-def hub(js: JetStreamContext) -> Hub:
-    return Hub(js)
+def hub(js: JetStreamContext) -> Stores:
+    return Stores(js)
 
 
 def selecting(ns: str, **labels: str) -> list[dict[str, Any]]:
@@ -68,7 +68,7 @@ def selecting(ns: str, **labels: str) -> list[dict[str, Any]]:
 
 
 async def test_binding_follows_labels_taints_tolerations_restarts_and_deletion(
-    nats_server: NatsServer, hub: Hub, unique_ns: str, make_cluster: ClusterFactory, make_sub: SubscriptionFactory
+    nats_server: NatsServer, hub: Stores, unique_ns: str, make_cluster: ClusterFactory, make_sub: SubscriptionFactory
 ) -> None:
     a, _, c = [
         await hub.clusters.create(make_cluster(f"{unique_ns}-{x}", labels={"test": unique_ns, "env": env}))
@@ -106,7 +106,7 @@ async def test_binding_follows_labels_taints_tolerations_restarts_and_deletion(
 
 
 async def test_unschedulable_subscription_is_told_once_and_bound_when_a_cluster_fits(
-    nats_server: NatsServer, hub: Hub, unique_ns: str, make_cluster: ClusterFactory, make_sub: SubscriptionFactory
+    nats_server: NatsServer, hub: Stores, unique_ns: str, make_cluster: ClusterFactory, make_sub: SubscriptionFactory
 ) -> None:
     tainted = [{"key": "dedicated", "value": unique_ns, "effect": "NoExecute"}]
     await hub.clusters.create(make_cluster(f"{unique_ns}-a", labels={"test": unique_ns}, taints=tainted))
@@ -125,7 +125,7 @@ async def test_unschedulable_subscription_is_told_once_and_bound_when_a_cluster_
 
 
 async def test_static_dividing_splits_replicas_by_weight_and_follows_the_manifest(
-    nats_server: NatsServer, hub: Hub, unique_ns: str, make_cluster: ClusterFactory, make_sub: SubscriptionFactory
+    nats_server: NatsServer, hub: Stores, unique_ns: str, make_cluster: ClusterFactory, make_sub: SubscriptionFactory
 ) -> None:
     for x, weight in (("a", "1"), ("b", "2")):
         await hub.clusters.create(make_cluster(f"{unique_ns}-{x}", labels={"test": unique_ns, "weight": weight}))
@@ -154,7 +154,7 @@ async def test_static_dividing_splits_replicas_by_weight_and_follows_the_manifes
 
 
 async def test_dynamic_dividing_is_not_supported_yet(
-    nats_server: NatsServer, hub: Hub, unique_ns: str, make_cluster: ClusterFactory, make_sub: SubscriptionFactory
+    nats_server: NatsServer, hub: Stores, unique_ns: str, make_cluster: ClusterFactory, make_sub: SubscriptionFactory
 ) -> None:
     await hub.clusters.create(make_cluster(f"{unique_ns}-a", labels={"test": unique_ns}))
     sub = await hub.subs.create(
