@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 import typer
-from clusternet_nats.runtime.service import CommonOptions
+from clusternet_nats.runtime.service import Builder, CommonOptions, run
 
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 
@@ -101,3 +101,15 @@ def with_common_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
     wrapper.__signature__ = signature.replace(parameters=own + _COMMON)  # type: ignore[attr-defined]
     return wrapper
+
+
+def service_main(name: str, build: Builder, summary: str) -> Callable[[], None]:
+    """The `main()` of a service whose only flags are the shared ones; `summary` is its --help."""
+
+    def command(common: CommonOptions) -> None:
+        run(name, common, build)
+
+    command.__doc__ = summary
+    app = typer.Typer(add_completion=False)
+    app.command(name=name)(with_common_options(command))
+    return app

@@ -1,20 +1,13 @@
-"""`clusternet-deployer`: the deployer as a process."""
+"""`python -m clusternet_nats.deployer` / `clusternet-deployer`: run the deployer."""
 
-import typer
 from clusternet_nats.deployer.service import build
-from clusternet_nats.runtime.options import with_common_options
-from clusternet_nats.runtime.service import CommonOptions, run
+from clusternet_nats.runtime.options import service_main
 
-
-@with_common_options
-def command(common: CommonOptions) -> None:
-    """Renders scheduled Subscriptions into per-cluster Bases and Descriptions, and aggregates their status."""
-    run("clusternet-deployer", common, build)
-
-
-def main() -> None:
-    typer.run(command)
-
+main = service_main(
+    "clusternet-deployer",
+    build,
+    "Renders scheduled Subscriptions into per-cluster Bases and Descriptions, and aggregates their status.",
+)
 
 if __name__ == "__main__":
     main()

@@ -1,23 +1,9 @@
 """`python -m clusternet_nats.scheduler` / `clusternet-scheduler`: run the scheduler."""
 
-import typer
-from clusternet_nats.runtime.options import with_common_options
-from clusternet_nats.runtime.service import CommonOptions, run
+from clusternet_nats.runtime.options import service_main
 from clusternet_nats.scheduler.service import build
 
-app = typer.Typer(add_completion=False)
-
-
-@app.command()
-@with_common_options
-def scheduler(common: CommonOptions) -> None:
-    """Binds Subscriptions to clusters and divides their replicas."""
-    run("clusternet-scheduler", common, build)
-
-
-def main() -> None:
-    app()
-
+main = service_main("clusternet-scheduler", build, "Binds Subscriptions to clusters and divides their replicas.")
 
 if __name__ == "__main__":
     main()
