@@ -29,7 +29,6 @@ from clusternet_nats.api.loader import (
     ObjectErrors,
     load_documents,
     load_path,
-    manifest_feed_labels,
     parse_object,
 )
 from clusternet_nats.api.meta import Feed, KubeObject, LabelSelector, ObjectMeta
@@ -68,7 +67,6 @@ __all__ = [
     "by_kind",
     "load_documents",
     "load_path",
-    "manifest_feed_labels",
     "parse_object",
     "resolve",
 ]

@@ -26,7 +26,7 @@ from typing import Any
 from clusternet_nats.api import labels as known
 from clusternet_nats.api.apps import APPS_GROUP, Manifest
 from clusternet_nats.api.clusters import CLUSTERS_GROUP
-from clusternet_nats.api.meta import Feed, KubeObject
+from clusternet_nats.api.meta import KubeObject
 from clusternet_nats.api.registry import KindInfo, all_kinds
 from clusternet_nats.api.yamljson import DecodeError, load_json, load_yaml_documents
 from pydantic import ValidationError
@@ -193,20 +193,6 @@ def is_namespaced_kind(kind: str, namespace: str | None) -> bool:
     if kind in CLUSTER_SCOPED_KINDS:
         return False
     return bool(namespace) or kind in NAMESPACED_KINDS
-
-
-def manifest_feed_labels(feed: Feed) -> dict[str, str]:
-    """The labels a Manifest carries when it holds the object `feed` names."""
-    group, version = feed.group_version()
-    labels = {
-        known.CONFIG_GROUP: group,
-        known.CONFIG_VERSION: version,
-        known.CONFIG_KIND: feed.kind,
-        known.CONFIG_NAME: feed.name,
-    }
-    if feed.namespace:
-        labels[known.CONFIG_NAMESPACE] = feed.namespace
-    return labels
 
 
 def _validate(
@@ -395,6 +381,5 @@ __all__ = [
     "is_namespaced_kind",
     "load_documents",
     "load_path",
-    "manifest_feed_labels",
     "parse_object",
 ]
