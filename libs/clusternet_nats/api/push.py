@@ -17,15 +17,15 @@ from clusternet_nats.api.apps import Description, DescriptionStatus
 from clusternet_nats.api.clusters import ClusterSyncMode
 from clusternet_nats.api.meta import Model
 from clusternet_nats.api.schemas import register_message
+from clusternet_nats.api.subjects import PROXY
 
-PROXY_PREFIX = "clusternet.proxy"
 APPLY = "apply"
 PRUNE = "prune"
 
 
 def proxy_subject(namespace: str, name: str, verb: str) -> str:
     """The subject on which cluster `<namespace>/<name>`'s agent serves `verb` (apply, prune)."""
-    return f"{PROXY_PREFIX}.{namespace}.{name}.{verb}"
+    return PROXY.format(namespace=namespace, name=name, verb=verb)
 
 
 def deployable_by_agent(sync_mode: ClusterSyncMode, app_pusher: bool) -> bool:

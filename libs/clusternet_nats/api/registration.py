@@ -15,9 +15,16 @@ from datetime import datetime
 from clusternet_nats.api.clusters import ClusterRegistrationRequest
 from clusternet_nats.api.meta import Model
 from clusternet_nats.api.schemas import register_message
+from clusternet_nats.api.subjects import (
+    CLUSTER_INBOX,
+    CLUSTER_REPLY,
+    DESCRIPTIONS_DELIVERY,
+    INTAKE,
+    REGISTERING_INBOX,
+    REGISTRATION,
+)
 from pydantic import Field
 
-REGISTRATION_SUBJECT_PREFIX = "clusternet.registration"
 BOOTSTRAP_TOKENS_PATH = "/apis/registration.clusternet-nats.io/v1/bootstraptokens"
 """The hub's HTTP path for creating (POST), listing (GET) and revoking (DELETE .../<id>) tokens."""
 APPROVALS_PATH = "/apis/registration.clusternet-nats.io/v1/approvals"
@@ -27,19 +34,19 @@ APPROVED, DENIED, PENDING = "Approved", "Denied", "Pending"
 
 
 def registration_subject(cluster_id: str) -> str:
-    return f"{REGISTRATION_SUBJECT_PREFIX}.{cluster_id}"
+    return REGISTRATION.format(cluster_id=cluster_id)
 
 
 def inbox_prefix(cluster_id: str) -> str:
     """Where replies to a registered cluster's requests arrive; only its own credential may
     subscribe here, so no one else ever learns its pull or request inboxes."""
-    return f"_INBOX_{cluster_id}"
+    return CLUSTER_INBOX.prefix(cluster_id=cluster_id)
 
 
 def registering_inbox_prefix(cluster_id: str) -> str:
     """Where replies to a bootstrap token holder's registration request arrive: a prefix of its
     own, so a token never grants a read of the registered cluster's inbox."""
-    return f"_INBOX_REG_{cluster_id}"
+    return REGISTERING_INBOX.prefix(cluster_id=cluster_id)
 
 
 def agent_consumer_name(namespace: str) -> str:
@@ -50,22 +57,19 @@ def agent_consumer_name(namespace: str) -> str:
 
 def descriptions_deliver_subject(cluster_id: str) -> str:
     """Where that consumer delivers: inside the cluster's own inbox, which only it may read."""
-    return f"{inbox_prefix(cluster_id)}.descriptions"
-
-
-INTAKE_PREFIX = "clusternet.intake"
-"""Clusters never publish into JetStream streams: each write is a request to
-`clusternet.intake.<namespace>.<verb>`, which the hub checks and stores (hub/intake/)."""
+    return DESCRIPTIONS_DELIVERY.format(cluster_id=cluster_id)
 
 
 def intake_subject(namespace: str, verb: str) -> str:
-    return f"{INTAKE_PREFIX}.{namespace}.{verb}"
+    """Clusters never publish into JetStream streams: each write is a request here, which the hub
+    checks and stores (hub/intake/)."""
+    return INTAKE.format(namespace=namespace, verb=verb)
 
 
 def reply_prefix(namespace: str) -> str:
     """Where a cluster publishes answers to the hub's requests. `allow_responses` does not cover
     leaf-node links, so the hub asks with a reply subject the cluster's permissions name."""
-    return f"clusternet.reply.{namespace}"
+    return CLUSTER_REPLY.prefix(namespace=namespace)
 
 
 def new_secret() -> str:

@@ -8,15 +8,14 @@ History is 1: the latest value (or tombstone) per key is all a level-triggered r
 
 from dataclasses import dataclass
 
-from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET
-from clusternet_nats.api.registry import all_kinds
+from clusternet_nats.api.subjects import BINDINGS_BUCKET as BINDINGS_BUCKET
+from clusternet_nats.api.subjects import BUCKETS, EVENTS
+from clusternet_nats.api.subjects import EVENTS_STREAM as EVENTS_STREAM
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, RetentionPolicy, StorageType, StreamConfig
 from nats.js.errors import BadRequestError
 
-BINDINGS_BUCKET = "bindings"
-EVENTS_STREAM = "EVENTS"
-EVENTS_SUBJECT_PREFIX = "events"
+EVENTS_SUBJECT_PREFIX = EVENTS.prefix()
 EVENTS_MAX_AGE_SECONDS = 24 * 3600
 EVENTS_PER_OBJECT = 200
 MAX_VALUE_BYTES = 8 * 1024 * 1024
@@ -33,12 +32,8 @@ class StoreLayout:
 
 
 def bucket_names() -> list[str]:
-    names = [BINDINGS_BUCKET, NODE_INVENTORIES_BUCKET]
-    for info in all_kinds():
-        names.append(info.bucket)
-        if info.status_bucket:
-            names.append(info.status_bucket)
-    return names
+    """Every bucket in api/subjects.py but registration's (the hub makes those)."""
+    return [bucket.name for bucket in BUCKETS if not bucket.registration]
 
 
 async def ensure_buckets(js: JetStreamContext, layout: StoreLayout | None = None) -> None:
@@ -67,7 +62,7 @@ async def ensure_buckets(js: JetStreamContext, layout: StoreLayout | None = None
         await tune_stream(js, f"KV_{name}", direct=True)
     config = StreamConfig(
         name=EVENTS_STREAM,
-        subjects=[f"{EVENTS_SUBJECT_PREFIX}.>"],
+        subjects=[EVENTS.grant()],
         retention=RetentionPolicy.LIMITS,
         max_age=EVENTS_MAX_AGE_SECONDS,
         max_msgs_per_subject=EVENTS_PER_OBJECT,

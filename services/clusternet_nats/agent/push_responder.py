@@ -19,7 +19,8 @@ from __future__ import annotations
 import structlog
 from clusternet_nats.agent.applier import Applier
 from clusternet_nats.agent.identity import ClusterIdentity
-from clusternet_nats.api.push import APPLY, PRUNE, PruneRequest, PushReply, PushRequest, proxy_subject
+from clusternet_nats.api.push import APPLY, PRUNE, PruneRequest, PushReply, PushRequest
+from clusternet_nats.api.subjects import PROXY
 from clusternet_nats.runtime.responder import Failure, Responder, Unanswerable
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.runtime.tunnel import from_hub
@@ -33,7 +34,7 @@ log = structlog.get_logger(__name__)
 class PushResponder:
     def __init__(self, ctx: ServiceContext, identity: ClusterIdentity, applier: Applier) -> None:
         self.identity, self.applier = identity, applier
-        subject = proxy_subject(identity.namespace, identity.name, "*")
+        subject = PROXY.filter(namespace=identity.namespace, name=identity.name)
         self.responder = Responder(ctx.nc, subject, self, name=f"the agent of cluster {identity.name}", trusted=True)
         self._log = log.bind(cluster=identity.name, subject=subject)
 

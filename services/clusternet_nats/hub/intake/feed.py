@@ -17,6 +17,7 @@ from clusternet_nats.api.apps import Description
 from clusternet_nats.api.intake import DELIVERY_HEARTBEAT, FollowRequest, IntakeReply
 from clusternet_nats.api.registration import agent_consumer_name, descriptions_deliver_subject
 from clusternet_nats.api.registry import by_kind
+from clusternet_nats.api.subjects import KV
 from clusternet_nats.hub.intake.admission import Refused, parse
 from clusternet_nats.hub.registration.records import ClusterCredential
 from nats.js import JetStreamContext
@@ -45,7 +46,7 @@ class DescriptionsFeed:
         config = ConsumerConfig(
             name=agent_consumer_name(cluster.namespace),
             deliver_subject=descriptions_deliver_subject(cluster.cluster_id),
-            filter_subject=f"$KV.{self.bucket}.{cluster.namespace}.>",
+            filter_subject=KV.format(bucket=self.bucket, key=f"{cluster.namespace}.>"),
             ack_policy=AckPolicy.NONE,
             deliver_policy=DeliverPolicy.BY_START_SEQUENCE if start else DeliverPolicy.LAST_PER_SUBJECT,
             opt_start_seq=start or None,

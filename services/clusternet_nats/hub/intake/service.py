@@ -25,7 +25,8 @@ from clusternet_nats.api.intake import (
     IntakeReply,
 )
 from clusternet_nats.api.labels import NODE_LABEL_PREFIX
-from clusternet_nats.api.registration import INTAKE_PREFIX, inbox_prefix
+from clusternet_nats.api.registration import inbox_prefix
+from clusternet_nats.api.subjects import INTAKE, cluster_read_buckets, cluster_written_buckets
 from clusternet_nats.hub.intake.admission import EventRule, Refused, Rule, rules
 from clusternet_nats.hub.intake.feed import DescriptionsFeed
 from clusternet_nats.hub.registration.penalties import Penalties
@@ -59,7 +60,13 @@ class Intake:
         self.feed = DescriptionsFeed(ctx.js)
         descriptions = JsonBucket(ctx.js, self.feed.bucket)
         self.rules: dict[str, Rule] = rules(ctx.js, descriptions, label_prefixes)
-        self.stores = {self.feed.bucket: descriptions, **{bucket: JsonBucket(ctx.js, bucket) for bucket in self.rules}}
+        written = cluster_written_buckets()
+        if set(self.rules) != written:  # the registry and the rules must agree
+            raise ValueError(f"intake rules for {sorted(self.rules)}; api/subjects.py: {sorted(written)}")
+        self.stores = {
+            bucket: descriptions if bucket == self.feed.bucket else JsonBucket(ctx.js, bucket)
+            for bucket in cluster_read_buckets()
+        }
         """What a cluster may read (its own keys): its Descriptions and what it writes."""
         self.events = EventRule(descriptions, MAX_EVENT_BYTES)
         self.limiter = RateLimiter(rate, burst)
@@ -70,7 +77,7 @@ class Intake:
         self.credentials: Informer[ClusterCredential] = ctx.records(CREDENTIALS_BUCKET, ClusterCredential)
         self._by_namespace: dict[str, ClusterCredential] = {}
         self.credentials.add_handler(self._index)
-        subject = f"{INTAKE_PREFIX}.*.*"
+        subject = INTAKE.filter()
         self.responder = Responder(ctx.nc, subject, self, name="the hub's intake", queue=QUEUE, concurrency=concurrency)
         ctx.run_forever(self.responder.serve)
 

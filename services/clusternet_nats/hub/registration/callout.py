@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import structlog
 from clusternet_nats.api.meta import CLUSTER_ID_PATTERN, utcnow
 from clusternet_nats.api.registration import credential_hash
+from clusternet_nats.api.subjects import AUTH_REQUEST
 from clusternet_nats.hub.registration import jwt, permissions
 from clusternet_nats.hub.registration.penalties import Penalties
 from clusternet_nats.hub.registration.permissions import Permissions
@@ -41,7 +42,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from pydantic import BaseModel
 
-AUTH_SUBJECT = "$SYS.REQ.USER.AUTH"
+AUTH_SUBJECT = AUTH_REQUEST.format()
 QUEUE = "clusternet-auth-callout"
 """Every hub replica's callout answers in this queue group, so each request is answered once."""
 DEFAULT_TARGET_ACCOUNT = "CLUSTERNET"

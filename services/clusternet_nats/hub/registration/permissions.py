@@ -14,23 +14,16 @@ Replies reach a cluster on its own inbox prefix, which no other identity may sub
 bootstrap token's holder has a prefix of its own (`registering_inbox_prefix`). Answers to the
 hub's requests go to its own `clusternet.reply.<namespace>` prefix; nothing else is open to it
 as a reply subject.
+
+Every subject here is derived from the table in api/subjects.py (`grants`): what a cluster or a
+token holder publishes and subscribes there is what it is granted, bound to its id and namespace.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from clusternet_nats.api.push import PROXY_PREFIX
-from clusternet_nats.api.registration import (
-    INTAKE_PREFIX,
-    inbox_prefix,
-    registering_inbox_prefix,
-    registration_subject,
-    reply_prefix,
-)
-
-REQUEST_PREFIXES = (PROXY_PREFIX,)
-"""Requests the hub side sends to a cluster, as `<prefix>.<cluster namespace>.>`."""
+from clusternet_nats.api.subjects import Party, grants
 
 
 @dataclass(frozen=True)
@@ -43,16 +36,14 @@ class Permissions:
 
 def registering(cluster_id: str) -> Permissions:
     """A bootstrap token's holder: one registration request, and its reply on a prefix of its own."""
-    return Permissions(
-        publish=[registration_subject(cluster_id)], subscribe=[f"{registering_inbox_prefix(cluster_id)}.>"]
-    )
+    publish, subscribe = grants(Party.REGISTERING, cluster_id)
+    return Permissions(publish=publish, subscribe=subscribe)
 
 
 def cluster(cluster_id: str, namespace: str, domain: str | None = None) -> Permissions:
-    """`domain` is accepted for the callout's sake and unused: a cluster reaches no JetStream."""
-    publish = [f"{INTAKE_PREFIX}.{namespace}.>", f"{reply_prefix(namespace)}.>"]
-    subscribe = [f"{inbox_prefix(cluster_id)}.>", *(f"{prefix}.{namespace}.>" for prefix in REQUEST_PREFIXES)]
-    # An agent that restarted before it kept its approval asks again with its own secret (a token
-    # may not name a registered id): it holds the registration subject and prefix of its id.
-    registration = registering(cluster_id)
-    return Permissions(publish=[*publish, *registration.publish], subscribe=[*subscribe, *registration.subscribe])
+    """`domain` is accepted for the callout's sake and unused: a cluster reaches no JetStream.
+
+    An agent that restarted before it kept its approval asks again with its own secret (a token
+    may not name a registered id), so the grant includes its registration subject and prefix."""
+    publish, subscribe = grants(Party.CLUSTER, cluster_id, namespace)
+    return Permissions(publish=publish, subscribe=subscribe)

@@ -14,13 +14,14 @@ from datetime import datetime, timedelta
 
 from clusternet_nats.api.meta import Model, utcnow
 from clusternet_nats.api.registration import credential_hash
+from clusternet_nats.api.subjects import BUCKETS
+from clusternet_nats.api.subjects import CREDENTIALS_BUCKET as CREDENTIALS_BUCKET
+from clusternet_nats.api.subjects import TOKENS_BUCKET as TOKENS_BUCKET
 from clusternet_nats.store.buckets import tune_stream
 from clusternet_nats.store.kv import StatusStore
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
 
-TOKENS_BUCKET = "bootstraptokens"
-CREDENTIALS_BUCKET = "clustercredentials"
 TOKEN_PATTERN = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
 _ALPHABET = string.ascii_lowercase + string.digits
 
@@ -61,7 +62,7 @@ def new_token(ttl: timedelta | None, description: str = "") -> tuple[str, Bootst
 
 
 async def ensure_registration_buckets(js: JetStreamContext) -> None:
-    for name in (TOKENS_BUCKET, CREDENTIALS_BUCKET):
+    for name in (bucket.name for bucket in BUCKETS if bucket.registration):
         try:
             await js.key_value(name)
         except Exception:

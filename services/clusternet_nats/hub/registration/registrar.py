@@ -23,12 +23,12 @@ from clusternet_nats.api.registration import (
     APPROVED,
     DENIED,
     PENDING,
-    REGISTRATION_SUBJECT_PREFIX,
     RegistrationReply,
     RegistrationRequest,
     registering_inbox_prefix,
 )
 from clusternet_nats.api.registry import by_kind
+from clusternet_nats.api.subjects import REGISTRATION
 from clusternet_nats.domain.names import dedicated_namespace, registration_request_name
 from clusternet_nats.hub.registration.records import ClusterCredential, credential_store
 from clusternet_nats.runtime.responder import Failure, Responder, Unanswerable
@@ -59,7 +59,7 @@ class Registrar:
     def __init__(self, nc: NATS, js: JetStreamContext, manual_approval: bool = False, concurrency: int = 64) -> None:
         # A registration storm is answered concurrently; the compare-and-set on the cluster id
         # keeps two requests for one id apart.
-        subject = f"{REGISTRATION_SUBJECT_PREFIX}.*"
+        subject = REGISTRATION.filter()
         self.responder = Responder(nc, subject, self, name="the hub's registrar", queue=QUEUE, concurrency=concurrency)
         self.manual_approval = manual_approval
         self.credentials = credential_store(js)

@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.registration import inbox_prefix
+from clusternet_nats.api.subjects import SERVER_KICK, SERVER_PING
 from clusternet_nats.hub.registration.records import credential_store
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import Informer
@@ -65,11 +66,11 @@ class Revoker:
             return 0
         inbox = inbox_prefix(user) + "."
         kicked = 0
-        for reply in await self._ask_every_server("$SYS.REQ.SERVER.PING.CONNZ"):
+        for reply in await self._ask_every_server(SERVER_PING.format(what="CONNZ")):
             for conn in (reply.get("data") or {}).get("connections") or []:
                 if user in (conn.get("authorized_user"), conn.get("name_tag")):
                     kicked += await self._kick(reply["server"]["id"], conn["cid"])
-        for reply in await self._ask_every_server("$SYS.REQ.SERVER.PING.LEAFZ"):
+        for reply in await self._ask_every_server(SERVER_PING.format(what="LEAFZ")):
             for leaf in (reply.get("data") or {}).get("leafs") or []:
                 if any(str(sub).startswith(inbox) for sub in leaf.get("subscriptions_list") or []):
                     kicked += await self._kick(reply["server"]["id"], leaf["id"])
@@ -77,7 +78,8 @@ class Revoker:
 
     async def _kick(self, server_id: str, cid: int) -> int:
         assert self.system_nc is not None
-        await self.system_nc.request(f"$SYS.REQ.SERVER.{server_id}.KICK", json.dumps({"cid": cid}).encode(), timeout=2)
+        kick = SERVER_KICK.format(server_id=server_id)
+        await self.system_nc.request(kick, json.dumps({"cid": cid}).encode(), timeout=2)
         return 1
 
     async def _ask_every_server(self, subject: str) -> list[dict[str, Any]]:
