@@ -13,7 +13,8 @@ owns the rest, once:
 * Every accepted request gets exactly one answer: the endpoint's, or, when `answer` raises, the
   endpoint's error answer built from a `Failure` that says why: NATS or the store unreachable
   (retryable), or an unexpected error (its type, and its text only where the requester is
-  trusted: an untrusted one learns nothing of the hub's internals). Nothing times out the asker.
+  trusted: an untrusted one learns nothing of the hub's internals). Nothing the endpoint raises
+  leaves the asker to time out.
 * Requests run in a bounded `TaskPool` (at most `concurrency` at once; 1 keeps arrival order),
   in a queue group where one is given, so replicas share the requests.
 
@@ -21,10 +22,11 @@ Why not nats.micro (nats-py 2.16 ships it, read in `nats/micro/service.py`): its
 the handler inside the subscription's callback, so requests are answered one at a time (no
 concurrency bound to configure); its error answer is a `Nats-Service-Error` header over an empty
 body, while our contracts carry the error in the body (the callout's answer must be a signed
-JWT, which is all nats-server reads); it answers any exception to whatever reply a message names,
-where we must stay silent to a reply we did not check; and its discovery (`$SRV.PING|INFO|STATS`,
-`nats micro ls`) needs every responder to subscribe to `$SRV.>` and answer onto `_INBOX.>`,
-which a cluster's grant deliberately lacks. Its queue group and stats are what we keep here.
+JWT, which is all nats-server reads); its `Request` hides the reply subject (`_msg` is private)
+that our origin checks read, and it answers any exception, one raised by a failed check included,
+to whatever reply the message names; and its discovery (`$SRV.PING|INFO|STATS`, `nats micro ls`)
+needs every responder to subscribe to `$SRV.>` and answer onto `_INBOX.>`, which a cluster's
+grant deliberately lacks. Its queue group and request/error counters are what we keep here.
 """
 
 from __future__ import annotations
