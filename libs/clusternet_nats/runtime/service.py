@@ -110,6 +110,8 @@ class ServiceContext:
         reconcile: Callable[[str], Awaitable[None]],
         workers: int = 4,
         on_parked: Callable[[str, BaseException], Awaitable[None]] | None = None,
+        priority: Callable[[str], int] | None = None,
+        base_delay: float = 0.05,
     ) -> WorkQueue:
         async def counted(key: str) -> None:
             try:
@@ -119,7 +121,9 @@ class ServiceContext:
                 raise
             self.metrics.inc(f'reconcile_total{{queue="{name}",result="ok"}}')
 
-        queue = WorkQueue(name, counted, workers=workers, on_parked=on_parked)
+        queue = WorkQueue(
+            name, counted, workers=workers, on_parked=on_parked, priority=priority, base_delay=base_delay
+        )
         self.queues.append(queue)
         self.metrics.gauge_fn(f'workqueue_depth{{queue="{name}"}}', lambda: len(queue))
         return queue

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from collections.abc import Awaitable, Callable
 
 import structlog
@@ -29,6 +30,7 @@ class WorkQueue:
         base_delay: float = 0.05,
         max_delay: float = 10.0,
         on_parked: Callable[[str, BaseException], Awaitable[None]] | None = None,
+        priority: Callable[[str], int] | None = None,
     ) -> None:
         self.name = name
         self._reconcile = reconcile
@@ -36,8 +38,11 @@ class WorkQueue:
         self._max_retries = max_retries
         self._base_delay, self._max_delay = base_delay, max_delay
         self._on_parked = on_parked
-        self._queue: asyncio.Queue[str] = asyncio.Queue()
-        self._queued: set[str] = set()
+        self._priority = priority
+        # Entries are (-priority, arrival, key); an entry whose key waits elsewhere now is stale.
+        self._queue: asyncio.PriorityQueue[tuple[int, int, str]] = asyncio.PriorityQueue()
+        self._arrivals = itertools.count()
+        self._queued: dict[str, tuple[int, int]] = {}
         self._active: set[str] = set()
         self._dirty: set[str] = set()
         self._failures: dict[str, int] = {}
@@ -58,11 +63,14 @@ class WorkQueue:
         if key in self._active:
             self._dirty.add(key)
             return
-        if key in self._queued:
+        rank = -self._priority(key) if self._priority is not None else 0
+        waiting = self._queued.get(key)
+        if waiting is not None and waiting[0] == rank:
             return
-        self._queued.add(key)
+        place = (rank, waiting[1] if waiting is not None else next(self._arrivals))
+        self._queued[key] = place
         self._idle.clear()
-        self._queue.put_nowait(key)
+        self._queue.put_nowait((*place, key))
 
     def __len__(self) -> int:
         return len(self._queued) + len(self._active) + len(self._retry_timers)
@@ -86,8 +94,10 @@ class WorkQueue:
 
     async def _work(self) -> None:
         while True:
-            key = await self._queue.get()
-            self._queued.discard(key)
+            rank, arrival, key = await self._queue.get()
+            if self._queued.get(key) != (rank, arrival):
+                continue
+            del self._queued[key]
             self._active.add(key)
             try:
                 await self._reconcile(key)
