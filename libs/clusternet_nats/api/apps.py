@@ -17,6 +17,7 @@ from clusternet_nats.api.meta import (
     B64Bytes,
     ClusterID,
     ClusterName,
+    Condition,
     Feed,
     Int32,
     Int64,
@@ -159,6 +160,15 @@ class SubscriptionStatus(Model):
     desired_releases: StrictInt | None = None
     completed_releases: StrictInt | None = None
     aggregated_statuses: list[AggregatedStatus] | None = None
+    # Not in Clusternet's status (it says why only in Events); optional, so its users' JSON still fits.
+    conditions: list[Condition] | None = None
+    """`Scheduled`: True when every replica is placed; False with the reason why not (as PodScheduled)."""
+    unscheduled_replicas: dict[str, NonNegInt32] | None = None
+    """Per feed key, the desired replicas no cluster had room for."""
+    predicted_replicas: dict[str, list[NonNegInt32 | None]] | None = None
+    """Per feed key, what the predictor said each bound cluster can hold, in bindingClusters order."""
+    draining_clusters: list[str] | None = None
+    """Bound clusters kept only until the replicas moved off them are available elsewhere (failover)."""
 
 
 class Subscription(AppsObject):
