@@ -117,7 +117,9 @@ class Responder(Generic[R]):
         return self._pool.peak
 
     async def start(self) -> None:
+        """Returns once the server has the subscription, so a request sent next finds it."""
         self._sub = await self.nc.subscribe(self.subject, queue=self.queue, cb=self._dispatch)
+        await self.nc.flush()
 
     async def stop(self) -> None:
         if self._sub is not None and not self.nc.is_closed:
