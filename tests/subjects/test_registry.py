@@ -144,8 +144,14 @@ async def test_every_subject_used_is_registered(hub: Hub, recorders: list[Record
         try:
             namespace = pushed.identity.namespace
             subject = proxy_subject(namespace, "pushed", "apply")
-            answer = await request_cluster(hub.nc, namespace, subject, PushRequest(key=f"{namespace}.x").to_json(), 5)
-            assert PushReply.model_validate_json(answer.data).error is None
+
+            async def pushed_ok() -> bool:
+                request = PushRequest(key=f"{namespace}.x").to_json()
+                answer = await request_cluster(hub.nc, namespace, subject, request, 5)
+                # An empty answer is the server's "no responders": the agent's loop not yet subscribed.
+                return bool(answer.data) and PushReply.model_validate_json(answer.data).error is None
+
+            await eventually(pushed_ok, 15, what="the agent answers a push")
 
             async def predicted() -> bytes | None:
                 ask = accommodation_subject(pulling.identity.namespace, "pulling")
