@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from clusternet_nats.api.subjects import BINDINGS_BUCKET as BINDINGS_BUCKET
 from clusternet_nats.api.subjects import BUCKETS, EVENTS
 from clusternet_nats.api.subjects import EVENTS_STREAM as EVENTS_STREAM
+from clusternet_nats.store.keys import kv_stream
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, RetentionPolicy, StorageType, StreamConfig
 from nats.js.errors import BadRequestError
 
-EVENTS_SUBJECT_PREFIX = EVENTS.prefix()
 EVENTS_MAX_AGE_SECONDS = 24 * 3600
 EVENTS_PER_OBJECT = 200
 MAX_VALUE_BYTES = 8 * 1024 * 1024
@@ -59,7 +59,7 @@ async def ensure_buckets(js: JetStreamContext, layout: StoreLayout | None = None
             except BadRequestError:
                 # Another service created it between our check and our create.
                 await js.key_value(name)
-        await tune_stream(js, f"KV_{name}", direct=True)
+        await tune_stream(js, kv_stream(name), direct=True)
     config = StreamConfig(
         name=EVENTS_STREAM,
         subjects=[EVENTS.grant()],

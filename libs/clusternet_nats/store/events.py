@@ -10,7 +10,8 @@ from __future__ import annotations
 import structlog
 from clusternet_nats.api.events import Event, ObjectReference
 from clusternet_nats.api.meta import KubeObject
-from clusternet_nats.store.buckets import EVENTS_STREAM, EVENTS_SUBJECT_PREFIX
+from clusternet_nats.api.subjects import EVENTS
+from clusternet_nats.store.buckets import EVENTS_STREAM
 from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.store.keys import object_key
 from clusternet_nats.store.kv import CONTENT_TYPE, JSON_CONTENT_TYPE
@@ -21,7 +22,7 @@ log = structlog.get_logger(__name__)
 
 
 def event_subject(kind: str, namespace: str | None, name: str) -> str:
-    return f"{EVENTS_SUBJECT_PREFIX}.{kind}.{namespace or '_'}.{object_key(None, name)}"
+    return EVENTS.format(kind=kind, scope=namespace or "_", key=object_key(None, name))
 
 
 class EventRecorder:
@@ -64,7 +65,10 @@ async def list_events(
     js: JetStreamContext, kind: str | None = None, namespace: str | None = None, name: str | None = None
 ) -> list[Event]:
     """Stored events, oldest first, for one object or (with Nones) for everything."""
-    subject = event_subject(kind, namespace, name) if kind and name else f"{EVENTS_SUBJECT_PREFIX}.{kind or '*'}.>"
+    if kind and name:
+        subject = event_subject(kind, namespace, name)
+    else:
+        subject = EVENTS.filter(kind=kind) if kind else EVENTS.filter()
     config = ConsumerConfig(
         ack_policy=AckPolicy.NONE,
         deliver_policy=DeliverPolicy.ALL,

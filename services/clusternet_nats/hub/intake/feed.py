@@ -20,6 +20,7 @@ from clusternet_nats.api.registry import by_kind
 from clusternet_nats.api.subjects import KV
 from clusternet_nats.hub.intake.admission import Refused, parse
 from clusternet_nats.hub.registration.records import ClusterCredential
+from clusternet_nats.store.keys import kv_stream
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
@@ -35,7 +36,7 @@ class DescriptionsFeed:
 
     @property
     def stream(self) -> str:
-        return f"KV_{self.bucket}"
+        return kv_stream(self.bucket)
 
     async def follow(self, cluster: ClusterCredential, data: bytes) -> IntakeReply:
         start = parse(FollowRequest, data, "FollowRequest").start_sequence

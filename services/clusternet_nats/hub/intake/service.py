@@ -36,6 +36,7 @@ from clusternet_nats.runtime.responder import Failure, Responder, Unanswerable
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import AlreadyExistsError, ConflictError, Informer, JsonBucket
 from clusternet_nats.store.events import event_subject
+from clusternet_nats.store.kv import CONTENT_TYPE, JSON_CONTENT_TYPE
 from nats.aio.msg import Msg
 
 QUEUE = "clusternet-intake"
@@ -163,7 +164,7 @@ class Intake:
         event = await self.events.admit(cluster, data)
         involved = event.involved_object
         subject = event_subject(involved.kind, involved.namespace, involved.name or "-")
-        await self.ctx.js.publish(subject, event.to_json(), headers={"Content-Type": "application/json"})
+        await self.ctx.js.publish(subject, event.to_json(), headers={CONTENT_TYPE: JSON_CONTENT_TYPE})
 
 
 def _revision(value: str | None) -> int | None:

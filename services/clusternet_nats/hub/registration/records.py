@@ -18,6 +18,7 @@ from clusternet_nats.api.subjects import BUCKETS
 from clusternet_nats.api.subjects import CREDENTIALS_BUCKET as CREDENTIALS_BUCKET
 from clusternet_nats.api.subjects import TOKENS_BUCKET as TOKENS_BUCKET
 from clusternet_nats.store.buckets import tune_stream
+from clusternet_nats.store.keys import kv_stream
 from clusternet_nats.store.kv import StatusStore
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
@@ -67,7 +68,7 @@ async def ensure_registration_buckets(js: JetStreamContext) -> None:
             await js.key_value(name)
         except Exception:
             await js.create_key_value(KeyValueConfig(bucket=name, history=1))
-        await tune_stream(js, f"KV_{name}")
+        await tune_stream(js, kv_stream(name))
 
 
 def token_store(js: JetStreamContext) -> StatusStore[BootstrapToken]:
