@@ -20,11 +20,11 @@ from clusternet_nats.testing.kube import ControlPlane
 from clusternet_nats.testing.waiting import eventually
 
 from tests.agent_kube.test_kube_backend import kubectl_json
-from tests.registration.harness import Hub, running_agent
+from tests.registration.harness import RegistrationHub, running_agent
 
 
 async def test_kube_agent_registers_with_the_lease_uid_and_applies_descriptions(
-    hub: Hub, kube_children: list[ControlPlane], tmp_path: Path
+    hub: RegistrationHub, kube_children: list[ControlPlane], tmp_path: Path
 ) -> None:
     plane = kube_children[1]
     name, config_map = f"kreg-{uuid.uuid4().hex[:6]}", f"registered-{uuid.uuid4().hex[:6]}"

@@ -28,7 +28,7 @@ from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from tests.registration.harness import Client, Hub, hub, new_cluster_id, register
+from tests.registration.harness import Client, RegistrationHub, hub, new_cluster_id, register
 
 __all__ = ["hub"]
 
@@ -45,7 +45,7 @@ class Registered:
         return StatusStore(self.nc.jetstream(), "descriptions-status", DescriptionStatus, self.intake)
 
 
-async def join(hub: Hub) -> Registered:
+async def join(hub: RegistrationHub) -> Registered:
     cluster_id = new_cluster_id()
     reply, secret = await register(hub.secure.server.url, cluster_id, await hub.token())
     assert reply.result == APPROVED and reply.dedicated_namespace and reply.managed_cluster_name
@@ -60,7 +60,7 @@ async def join(hub: Hub) -> Registered:
 
 
 @pytest.fixture
-async def pair(hub: Hub) -> AsyncIterator[tuple[Registered, Registered]]:
+async def pair(hub: RegistrationHub) -> AsyncIterator[tuple[Registered, Registered]]:
     a, b = await join(hub), await join(hub)
     descriptions = JsonBucket(hub.nc.jetstream(), "descriptions")
     for cluster in (a, b):
@@ -74,13 +74,13 @@ def status(phase: DescriptionPhase = DescriptionPhase.SUCCESS) -> DescriptionSta
     return DescriptionStatus(phase=phase)
 
 
-async def stored(hub: Hub, bucket: str, key: str) -> bytes | None:
+async def stored(hub: RegistrationHub, bucket: str, key: str) -> bytes | None:
     found = await JsonBucket(hub.nc.jetstream(), bucket).get(key)
     return None if found is None else found[0]
 
 
 async def test_status_of_own_description_is_stored_with_compare_and_set(
-    hub: Hub, pair: tuple[Registered, Registered]
+    hub: RegistrationHub, pair: tuple[Registered, Registered]
 ) -> None:
     a, _ = pair
     key = f"{a.namespace}.app"
@@ -97,14 +97,18 @@ async def test_status_of_own_description_is_stored_with_compare_and_set(
     assert found is not None and found.value.phase is DescriptionPhase.FAILURE
 
 
-async def test_status_needs_a_description_the_hub_wrote(hub: Hub, pair: tuple[Registered, Registered]) -> None:
+async def test_status_needs_a_description_the_hub_wrote(
+    hub: RegistrationHub, pair: tuple[Registered, Registered]
+) -> None:
     a, _ = pair
     with pytest.raises(NotFoundError):
         await a.statuses().put(f"{a.namespace}.invented", status(), 0)
     assert await stored(hub, "descriptions-status", f"{a.namespace}.invented") is None
 
 
-async def test_another_namespace_and_unknown_buckets_are_refused(hub: Hub, pair: tuple[Registered, Registered]) -> None:
+async def test_another_namespace_and_unknown_buckets_are_refused(
+    hub: RegistrationHub, pair: tuple[Registered, Registered]
+) -> None:
     a, b = pair
     with pytest.raises(IntakeRefusedError) as refused:
         await a.intake.put("descriptions-status", f"{b.namespace}.app", b'{"phase":"Success"}', 0)
@@ -118,7 +122,7 @@ async def test_another_namespace_and_unknown_buckets_are_refused(hub: Hub, pair:
 
 
 async def test_invalid_and_oversized_bodies_are_refused_naming_the_field(
-    hub: Hub, pair: tuple[Registered, Registered]
+    hub: RegistrationHub, pair: tuple[Registered, Registered]
 ) -> None:
     a, _ = pair
     key = f"{a.namespace}.app"
@@ -139,7 +143,7 @@ async def test_invalid_and_oversized_bodies_are_refused_naming_the_field(
 
 
 async def test_cluster_may_change_only_its_aggregated_node_labels(
-    hub: Hub, pair: tuple[Registered, Registered]
+    hub: RegistrationHub, pair: tuple[Registered, Registered]
 ) -> None:
     a, b = pair
     info = by_kind(ManagedCluster.KIND)
@@ -173,7 +177,7 @@ async def test_cluster_may_change_only_its_aggregated_node_labels(
     assert refused.value.code == 403
 
 
-async def test_events_only_about_own_objects(hub: Hub, pair: tuple[Registered, Registered]) -> None:
+async def test_events_only_about_own_objects(hub: RegistrationHub, pair: tuple[Registered, Registered]) -> None:
     a, b = pair
 
     def about(namespace: str, kind: str = "Description", name: str = "app") -> bytes:
@@ -189,7 +193,9 @@ async def test_events_only_about_own_objects(hub: Hub, pair: tuple[Registered, R
     assert await list_events(hub.nc.jetstream(), "Description", b.namespace, "app") == []
 
 
-async def test_a_flooding_cluster_is_slowed_and_another_is_not(hub: Hub, pair: tuple[Registered, Registered]) -> None:
+async def test_a_flooding_cluster_is_slowed_and_another_is_not(
+    hub: RegistrationHub, pair: tuple[Registered, Registered]
+) -> None:
     a, b = pair
     headers = {BUCKET_HEADER: "nowhere", KEY_HEADER: f"{a.namespace}.x", REVISION_HEADER: "0"}
 
@@ -205,7 +211,7 @@ async def test_a_flooding_cluster_is_slowed_and_another_is_not(hub: Hub, pair: t
 
 
 async def test_a_message_not_asked_from_the_clusters_own_inbox_is_ignored(
-    hub: Hub, pair: tuple[Registered, Registered]
+    hub: RegistrationHub, pair: tuple[Registered, Registered]
 ) -> None:
     a, _ = pair
     key = f"{a.namespace}.app"
@@ -240,7 +246,7 @@ def test_rate_limiter_refills_at_its_rate_and_keeps_clusters_apart() -> None:
     assert len(bounded._buckets) == 2
 
 
-async def test_get_reads_only_own_keys(hub: Hub, pair: tuple[Registered, Registered]) -> None:
+async def test_get_reads_only_own_keys(hub: RegistrationHub, pair: tuple[Registered, Registered]) -> None:
     a, b = pair
     assert await a.intake.get("descriptions", f"{a.namespace}.app") is not None
     assert await a.intake.get("descriptions", f"{a.namespace}.missing") is None
@@ -250,7 +256,9 @@ async def test_get_reads_only_own_keys(hub: Hub, pair: tuple[Registered, Registe
         assert refused.value.code == 403
 
 
-async def test_follow_delivers_own_descriptions_inside_own_inbox(hub: Hub, pair: tuple[Registered, Registered]) -> None:
+async def test_follow_delivers_own_descriptions_inside_own_inbox(
+    hub: RegistrationHub, pair: tuple[Registered, Registered]
+) -> None:
     a, b = pair
     descriptions = JsonBucket(hub.nc.jetstream(), "descriptions")
     got: list[tuple[str, int]] = []
@@ -278,7 +286,7 @@ async def test_follow_delivers_own_descriptions_inside_own_inbox(hub: Hub, pair:
 
 
 async def test_a_cluster_ignoring_its_429s_is_disconnected_and_refused_a_while(
-    hub: Hub, pair: tuple[Registered, Registered]
+    hub: RegistrationHub, pair: tuple[Registered, Registered]
 ) -> None:
     a, b = pair
     headers = {BUCKET_HEADER: "nowhere", KEY_HEADER: f"{a.namespace}.x", REVISION_HEADER: "0"}

@@ -39,7 +39,7 @@ from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from tests.registration.harness import Hub, new_cluster_id, register, running_agent
+from tests.registration.harness import RegistrationHub, new_cluster_id, register, running_agent
 
 VIOLATION = "permissions violation"
 DOMAIN_API = "$JS.hub.API"
@@ -283,7 +283,7 @@ class Attacker(Connection):
         return [*answers, reply] if reply is not None else answers
 
 
-async def registered(hub: Hub) -> Attacker:
+async def registered(hub: RegistrationHub) -> Attacker:
     """A freshly registered cluster, connected with its own credential."""
     cluster_id = new_cluster_id()
     reply, secret = await register(hub.secure.server.url, cluster_id, await hub.token())
@@ -303,7 +303,7 @@ async def token_holder(url: str, cluster_id: str, token: str) -> Connection | No
 # -- the hub's view (test-only: the attacker never holds these) -------------------------------
 
 
-async def put_description(hub: Hub, namespace: str, name: str, *configmaps: str) -> str:
+async def put_description(hub: RegistrationHub, namespace: str, name: str, *configmaps: str) -> str:
     """The hub side writes a Description for `namespace` deploying ConfigMaps; returns its key."""
     raw = [
         json.dumps(
@@ -322,7 +322,7 @@ async def put_description(hub: Hub, namespace: str, name: str, *configmaps: str)
     return f"{namespace}.{name}"
 
 
-async def record(hub: Hub, bucket: str, key: str) -> tuple[bytes, int] | None:
+async def record(hub: RegistrationHub, bucket: str, key: str) -> tuple[bytes, int] | None:
     """A key's value and revision as the hub reads it, or None."""
     kv = await hub.nc.jetstream().key_value(bucket)
     try:
@@ -335,7 +335,7 @@ async def record(hub: Hub, bucket: str, key: str) -> tuple[bytes, int] | None:
 
 
 async def seed_records(
-    hub: Hub, namespace: str, buckets: tuple[str, ...] = ALL_CLUSTER_BUCKETS, name: str = "precious"
+    hub: RegistrationHub, namespace: str, buckets: tuple[str, ...] = ALL_CLUSTER_BUCKETS, name: str = "precious"
 ) -> dict[tuple[str, str], tuple[bytes, int]]:
     """The hub writes one record for `namespace` in each bucket; returns them as stored."""
     js = hub.nc.jetstream()
@@ -347,7 +347,9 @@ async def seed_records(
     return out
 
 
-async def unchanged(hub: Hub, seeded: dict[tuple[str, str], tuple[bytes, int]]) -> dict[tuple[str, str], Any]:
+async def unchanged(
+    hub: RegistrationHub, seeded: dict[tuple[str, str], tuple[bytes, int]]
+) -> dict[tuple[str, str], Any]:
     """Seeded records that are gone or changed (empty: all intact)."""
     changed: dict[tuple[str, str], Any] = {}
     for (bucket, key), stored in seeded.items():
@@ -357,7 +359,7 @@ async def unchanged(hub: Hub, seeded: dict[tuple[str, str], tuple[bytes, int]]) 
     return changed
 
 
-async def delivered(hub: Hub, stream: str, consumer: str, timeout: float = 5.0) -> bool:
+async def delivered(hub: RegistrationHub, stream: str, consumer: str, timeout: float = 5.0) -> bool:
     """Whether the consumer delivered something within `timeout` (the hub's view); False when it
     never delivered or does not exist (the attacker's create was refused)."""
 
@@ -381,11 +383,11 @@ async def delivered(hub: Hub, stream: str, consumer: str, timeout: float = 5.0) 
     return True
 
 
-async def stream_bytes(hub: Hub, stream: str) -> int:
+async def stream_bytes(hub: RegistrationHub, stream: str) -> int:
     return int((await hub.nc.jetstream().stream_info(stream)).state.bytes or 0)
 
 
-async def stream_messages(hub: Hub, stream: str, subjects: str = ">") -> dict[str, int]:
+async def stream_messages(hub: RegistrationHub, stream: str, subjects: str = ">") -> dict[str, int]:
     """Subjects stored in `stream` (matching `subjects`) and their message counts, as the hub sees."""
     info = await hub.nc.jetstream().stream_info(stream, subjects_filter=subjects)
     return dict(info.state.subjects or {})
@@ -394,7 +396,7 @@ async def stream_messages(hub: Hub, stream: str, subjects: str = ">") -> dict[st
 # -- the system account: how the tests leak secrets to the attacker ---------------------------
 
 
-async def system_request(hub: Hub, subject: str, body: dict[str, Any]) -> dict[str, Any]:
+async def system_request(hub: RegistrationHub, subject: str, body: dict[str, Any]) -> dict[str, Any]:
     nc = await nats.connect(hub.secure.url("sys"))
     try:
         msg = await nc.request(subject, json.dumps(body).encode(), timeout=5)
@@ -404,7 +406,7 @@ async def system_request(hub: Hub, subject: str, body: dict[str, Any]) -> dict[s
         await nc.close()
 
 
-async def subscriptions(hub: Hub, connection_name: str) -> list[str]:
+async def subscriptions(hub: RegistrationHub, connection_name: str) -> list[str]:
     """Subjects the named client connection subscribes to (CONNZ with subscription details)."""
     data = await system_request(hub, "$SYS.REQ.SERVER.PING.CONNZ", {"subscriptions_detail": True, "limit": 10000})
     return [
@@ -415,13 +417,13 @@ async def subscriptions(hub: Hub, connection_name: str) -> list[str]:
     ]
 
 
-async def leaf_subscriptions(hub: Hub) -> list[str]:
+async def leaf_subscriptions(hub: RegistrationHub) -> list[str]:
     """Subjects the hub's leaf-node connections have interest in (LEAFZ with subscriptions)."""
     data = await system_request(hub, "$SYS.REQ.SERVER.PING.LEAFZ", {"subscriptions": True})
     return [sub for leaf in data.get("leafs") or [] for sub in leaf.get("subscriptions_list") or []]
 
 
-async def leaked_pull_inbox(hub: Hub, connection_name: str, cluster_id: str) -> str:
+async def leaked_pull_inbox(hub: RegistrationHub, connection_name: str, cluster_id: str) -> str:
     """The victim's pull inbox (`_INBOX_<id>.<token>`: one token, no wildcard), as if it leaked."""
 
     async def find() -> str | None:
@@ -435,7 +437,7 @@ async def leaked_pull_inbox(hub: Hub, connection_name: str, cluster_id: str) -> 
     return found
 
 
-async def consumers(hub: Hub, stream: str | None = FOLLOWED_STREAM) -> dict[str, str]:
+async def consumers(hub: RegistrationHub, stream: str | None = FOLLOWED_STREAM) -> dict[str, str]:
     """Every consumer of `stream` (None: of every stream, as `<stream>/<name>`) and its filter,
     as JSZ reports them (the hub's view)."""
     data = await system_request(
@@ -454,7 +456,7 @@ async def consumers(hub: Hub, stream: str | None = FOLLOWED_STREAM) -> dict[str,
     return out
 
 
-async def victims_consumer(hub: Hub, namespace: str) -> str:
+async def victims_consumer(hub: RegistrationHub, namespace: str) -> str:
     """The name of the consumer following `namespace`'s Descriptions, as if it leaked."""
 
     async def find() -> str | None:
@@ -474,7 +476,7 @@ async def victims_consumer(hub: Hub, namespace: str) -> str:
 class Victim:
     """Cluster B as a real agent process (sim backend), observed from outside."""
 
-    hub: Hub
+    hub: RegistrationHub
     name: str
     cluster_id: str
     namespace: str
@@ -518,7 +520,9 @@ class Victim:
 
 
 @contextlib.asynccontextmanager
-async def victim_agent(hub: Hub, directory: Path, *args: str, name: str = "victim") -> AsyncIterator[Victim]:
+async def victim_agent(
+    hub: RegistrationHub, directory: Path, *args: str, name: str = "victim"
+) -> AsyncIterator[Victim]:
     """B as a REAL agent process in registration mode, connected straight to the hub."""
     state = directory / "victim-state"
     async with running_agent(hub, state, "--nats-url", hub.secure.server.url, "--cluster-name", name, *args):

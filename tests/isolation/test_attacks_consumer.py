@@ -27,7 +27,7 @@ from tests.isolation.attackers import (
     put_description,
     victims_consumer,
 )
-from tests.registration.harness import Hub
+from tests.registration.harness import RegistrationHub
 
 PLANTED = "planted-by-a"
 
@@ -36,14 +36,16 @@ def from_victim(victim: Victim, got: list[Msg]) -> list[Msg]:
     return [m for m in got if victim.namespace in m.subject or victim.namespace.encode() in m.data]
 
 
-async def victim_with_a_description(hub: Hub, attacker: Attacker, victim: Victim) -> str:
+async def victim_with_a_description(hub: RegistrationHub, attacker: Attacker, victim: Victim) -> str:
     """B holds one applied Description; A has one of its own (a positive control for its pulls)."""
     await victim.applies("kept", "b-kept")
     await put_description(hub, attacker.namespace, "evil", PLANTED)
     return await victims_consumer(hub, victim.namespace)
 
 
-async def test_cannot_take_or_retarget_victims_consumer(hub: Hub, attacker: Attacker, victim: Victim) -> None:
+async def test_cannot_take_or_retarget_victims_consumer(
+    hub: RegistrationHub, attacker: Attacker, victim: Victim
+) -> None:
     name = await victim_with_a_description(hub, attacker, victim)
     for target in {name, agent_consumer_name(victim.namespace)}:
         for namespace in (attacker.namespace, victim.namespace):
@@ -58,7 +60,7 @@ async def test_cannot_take_or_retarget_victims_consumer(hub: Hub, attacker: Atta
     assert not [ref for ref in victim.applied() if PLANTED in ref], f"B applied A's objects: {victim.applied()}"
 
 
-async def test_cannot_delete_victims_consumer(hub: Hub, attacker: Attacker, victim: Victim) -> None:
+async def test_cannot_delete_victims_consumer(hub: RegistrationHub, attacker: Attacker, victim: Victim) -> None:
     name = await victim_with_a_description(hub, attacker, victim)
     answers = await asyncio.gather(
         *(attacker.js_api(f"CONSUMER.DELETE.{FOLLOWED_STREAM}.{name}", None, api) for api in APIS)
@@ -69,7 +71,7 @@ async def test_cannot_delete_victims_consumer(hub: Hub, attacker: Attacker, vict
     assert "ConfigMap/default/b-kept" in victim.applied()
 
 
-async def test_cannot_pull_from_victims_consumer(hub: Hub, attacker: Attacker, victim: Victim) -> None:
+async def test_cannot_pull_from_victims_consumer(hub: RegistrationHub, attacker: Attacker, victim: Victim) -> None:
     name = await victim_with_a_description(hub, attacker, victim)
     await attacker.create_consumer()
     await attacker.pulled_own()  # where clusters may pull at all, A's own consumer delivers to A
@@ -80,7 +82,9 @@ async def test_cannot_pull_from_victims_consumer(hub: Hub, attacker: Attacker, v
     await holds(lambda: not from_victim(victim, got), SHORT, "A pulled B's Descriptions")
 
 
-async def test_cannot_inspect_or_list_consumers_and_streams(hub: Hub, attacker: Attacker, victim: Victim) -> None:
+async def test_cannot_inspect_or_list_consumers_and_streams(
+    hub: RegistrationHub, attacker: Attacker, victim: Victim
+) -> None:
     name = await victim_with_a_description(hub, attacker, victim)
     ops = [
         f"CONSUMER.INFO.{FOLLOWED_STREAM}.{name}",
@@ -101,7 +105,9 @@ async def test_cannot_inspect_or_list_consumers_and_streams(hub: Hub, attacker: 
     assert told == [], "A learned B's namespace or consumer"
 
 
-async def test_forged_409_into_victims_inbox_loses_nothing(hub: Hub, attacker: Attacker, victim: Victim) -> None:
+async def test_forged_409_into_victims_inbox_loses_nothing(
+    hub: RegistrationHub, attacker: Attacker, victim: Victim
+) -> None:
     """A makes the server answer into B's pull inbox with 409s (its own pull exceeding max_bytes,
     its own consumer deleted under a pending pull): B keeps all it applied and keeps working,
     with one consumer on its keys."""
@@ -118,5 +124,5 @@ async def test_forged_409_into_victims_inbox_loses_nothing(hub: Hub, attacker: A
     await eventually(lambda: _one_consumer(hub, mine), 30, interval=0.5, what="B follows with one consumer")
 
 
-async def _one_consumer(hub: Hub, subject_filter: str) -> bool:
+async def _one_consumer(hub: RegistrationHub, subject_filter: str) -> bool:
     return list((await consumers(hub)).values()).count(subject_filter) == 1

@@ -28,7 +28,7 @@ from tests.isolation.attackers import (
     put_description,
     victim_agent,
 )
-from tests.registration.harness import Hub
+from tests.registration.harness import RegistrationHub
 
 PLANTED = "planted-by-a"
 
@@ -37,7 +37,9 @@ def planted(victim: Victim) -> list[str]:
     return [ref for ref in victim.applied() if PLANTED in ref]
 
 
-async def test_pull_into_victims_inbox_applies_nothing(hub: Hub, attacker: Attacker, victim: Victim) -> None:
+async def test_pull_into_victims_inbox_applies_nothing(
+    hub: RegistrationHub, attacker: Attacker, victim: Victim
+) -> None:
     """A pulls from its own consumer with B's pull inbox as the reply subject."""
     await put_description(hub, attacker.namespace, "evil", PLANTED)
     await attacker.create_consumer()
@@ -51,7 +53,9 @@ async def test_pull_into_victims_inbox_applies_nothing(hub: Hub, attacker: Attac
     assert await victim.reported("evil") is None
 
 
-async def test_push_consumer_into_victims_inbox_applies_nothing(hub: Hub, attacker: Attacker, victim: Victim) -> None:
+async def test_push_consumer_into_victims_inbox_applies_nothing(
+    hub: RegistrationHub, attacker: Attacker, victim: Victim
+) -> None:
     """A makes a push consumer of its own whose deliver subject is B's pull inbox."""
     await put_description(hub, attacker.namespace, "evil", PLANTED)
     own = attacker.nc.new_inbox()
@@ -65,7 +69,9 @@ async def test_push_consumer_into_victims_inbox_applies_nothing(hub: Hub, attack
     await holds(lambda: not planted(victim), 2.0, f"B applied A's objects: {victim.applied()}")
 
 
-async def test_push_consumer_into_victims_push_subjects(hub: Hub, attacker: Attacker, tmp_path: Path) -> None:
+async def test_push_consumer_into_victims_push_subjects(
+    hub: RegistrationHub, attacker: Attacker, tmp_path: Path
+) -> None:
     """B lets the hub push (Dual + AppPusher); A has the server deliver a prune (keep nothing)
     and an apply of its own objects into B's `clusternet.proxy.<ns>.<name>.{prune,apply}`, as
     replies of its pulls and as a push consumer's deliveries. B keeps what the hub pushed,
@@ -94,13 +100,13 @@ async def test_push_consumer_into_victims_push_subjects(hub: Hub, attacker: Atta
         )
 
 
-async def a_description(hub: Hub, attacker: Attacker) -> Description | None:
+async def a_description(hub: RegistrationHub, attacker: Attacker) -> Description | None:
     await put_description(hub, attacker.namespace, "evil", PLANTED)
     store: ObjectStore[Description] = ObjectStore(hub.nc.jetstream(), by_kind("Description"))
     return await store.get(attacker.namespace, "evil")
 
 
-async def push(hub: Hub, victim: Victim, name: str, configmap: str) -> None:
+async def push(hub: RegistrationHub, victim: Victim, name: str, configmap: str) -> None:
     """The hub pushes a Description to B (its own reply prefix), and B applies it."""
     key = await put_description(hub, victim.namespace, name, configmap)
     store: ObjectStore[Description] = ObjectStore(hub.nc.jetstream(), by_kind("Description"))

@@ -29,12 +29,12 @@ from tests.isolation.attackers import (
     system_request,
     unchanged,
 )
-from tests.registration.harness import Hub
+from tests.registration.harness import RegistrationHub
 
 STREAMS = (*(f"KV_{b}" for b in ALL_CLUSTER_BUCKETS), "EVENTS")
 
 
-async def deliver_into(hub: Hub, attacker: Attacker, target: str) -> bool:
+async def deliver_into(hub: RegistrationHub, attacker: Attacker, target: str) -> bool:
     """A's consumer, made afresh, delivers its Descriptions with `target` as the reply subject.
     Returns whether it delivered (the hub's view)."""
     await attacker.fresh_consumer()
@@ -42,7 +42,7 @@ async def deliver_into(hub: Hub, attacker: Attacker, target: str) -> bool:
     return await delivered(hub, FOLLOWED_STREAM, attacker.consumer, timeout=5)
 
 
-async def counts(hub: Hub) -> dict[str, int]:
+async def counts(hub: RegistrationHub) -> dict[str, int]:
     """Messages per stream, outside A's own followed keys (whose revisions A's deliveries may bump)."""
     out = {}
     for stream in STREAMS:
@@ -50,7 +50,9 @@ async def counts(hub: Hub) -> dict[str, int]:
     return out
 
 
-async def test_deliveries_store_nothing_in_other_streams(hub: Hub, attacker: Attacker, bystander: Attacker) -> None:
+async def test_deliveries_store_nothing_in_other_streams(
+    hub: RegistrationHub, attacker: Attacker, bystander: Attacker
+) -> None:
     await put_description(hub, attacker.namespace, "own", "a-own")
     seeded = await seed_records(hub, bystander.namespace)
     await hub.nc.jetstream().publish(f"events.Description.{bystander.namespace}.precious", b'{"reason":"B"}')
@@ -66,7 +68,7 @@ async def test_deliveries_store_nothing_in_other_streams(hub: Hub, attacker: Att
 
 
 async def test_deliveries_into_anothers_intake_change_nothing(
-    hub: Hub, attacker: Attacker, bystander: Attacker
+    hub: RegistrationHub, attacker: Attacker, bystander: Attacker
 ) -> None:
     await put_description(hub, attacker.namespace, "own", "a-own")
     seeded = await seed_records(hub, bystander.namespace)
@@ -78,7 +80,9 @@ async def test_deliveries_into_anothers_intake_change_nothing(
     assert await stream_messages(hub, "EVENTS", f"events.*.{bystander.namespace}.>") == events_before
 
 
-async def test_deliveries_into_the_jetstream_api_do_nothing(hub: Hub, attacker: Attacker, bystander: Attacker) -> None:
+async def test_deliveries_into_the_jetstream_api_do_nothing(
+    hub: RegistrationHub, attacker: Attacker, bystander: Attacker
+) -> None:
     """Found here: a pull whose reply subject is `$JS.API.STREAM.DELETE.<stream>` makes the
     server deliver A's message INTO the JetStream API, from its own trusted client, and the
     API executes it: one cluster deletes (or purges) any stream of the account."""
@@ -108,7 +112,7 @@ async def test_deliveries_into_the_jetstream_api_do_nothing(hub: Hub, attacker: 
 
 
 async def test_deliveries_cannot_answer_the_hubs_requests_to_another(
-    hub: Hub, attacker: Attacker, bystander: Attacker
+    hub: RegistrationHub, attacker: Attacker, bystander: Attacker
 ) -> None:
     """The hub asks B; while B thinks, A has its Description delivered into the hub's reply
     subject (leaked through the system account). The hub's answer is B's."""

@@ -31,7 +31,7 @@ from tests.isolation.attackers import (
     stream_bytes,
     stream_messages,
 )
-from tests.registration.harness import Hub
+from tests.registration.harness import RegistrationHub
 
 CONSUMER_ATTEMPTS = 60
 API_FLOOD = 20_000
@@ -45,7 +45,7 @@ DEADLINE = 5.0
 """B's consumer create and key read, each, while A floods."""
 
 
-async def test_one_consumer_per_cluster(hub: Hub, attacker: Attacker, bystander: Attacker) -> None:
+async def test_one_consumer_per_cluster(hub: RegistrationHub, attacker: Attacker, bystander: Attacker) -> None:
     attempts = [attacker.create_consumer(f"flood-{i}") for i in range(CONSUMER_ATTEMPTS)]
     for bucket in CLUSTER_WRITTEN:
         attempts += [attacker.create_consumer(f"flood-{i}", stream=f"KV_{bucket}", bucket=bucket) for i in range(10)]
@@ -67,7 +67,7 @@ async def test_one_consumer_per_cluster(hub: Hub, attacker: Attacker, bystander:
     assert await bystander.follows_own(), "B cannot follow its Descriptions"
 
 
-async def test_api_flood_does_not_starve_another(hub: Hub, attacker: Attacker, bystander: Attacker) -> None:
+async def test_api_flood_does_not_starve_another(hub: RegistrationHub, attacker: Attacker, bystander: Attacker) -> None:
     """A floods every JetStream-touching request it has or had (creating its consumer, and the
     intake's `follow` and `get`, which the hub serves with JetStream calls of its own); B still
     follows its Descriptions and reads its own key within the deadline."""
@@ -122,7 +122,7 @@ async def test_api_flood_does_not_starve_another(hub: Hub, attacker: Attacker, b
         await asyncio.gather(flooding, return_exceptions=True)
 
 
-async def test_storage_is_bounded_per_cluster(hub: Hub, attacker: Attacker) -> None:
+async def test_storage_is_bounded_per_cluster(hub: RegistrationHub, attacker: Attacker) -> None:
     streams = [f"KV_{b}" for b in ALL_CLUSTER_BUCKETS]
     before = sum([await stream_bytes(hub, s) for s in streams])
     value = b'{"pad":"' + b"x" * (512 * 1024) + b'"}'
@@ -145,7 +145,7 @@ async def test_storage_is_bounded_per_cluster(hub: Hub, attacker: Attacker) -> N
 
 
 async def test_event_flood_is_bounded_and_keeps_others_events(
-    hub: Hub, attacker: Attacker, bystander: Attacker
+    hub: RegistrationHub, attacker: Attacker, bystander: Attacker
 ) -> None:
     b_subject = f"events.Description.{bystander.namespace}.app"
     await hub.nc.jetstream().publish(b_subject, b'{"reason":"BEvent"}')

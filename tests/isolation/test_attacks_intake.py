@@ -23,7 +23,7 @@ from tests.isolation.attackers import (
     stream_messages,
     unchanged,
 )
-from tests.registration.harness import Hub
+from tests.registration.harness import RegistrationHub
 
 
 def refused(answers: list[object]) -> bool:
@@ -34,7 +34,9 @@ def refused(answers: list[object]) -> bool:
     return True
 
 
-async def test_invalid_writes_are_refused_and_store_nothing(hub: Hub, attacker: Attacker, bystander: Attacker) -> None:
+async def test_invalid_writes_are_refused_and_store_nothing(
+    hub: RegistrationHub, attacker: Attacker, bystander: Attacker
+) -> None:
     await put_description(hub, attacker.namespace, "app", "a-app")
     seeded = await seed_records(hub, bystander.namespace)
     credential = await record(hub, "clustercredentials", bystander.cluster_id)
@@ -66,7 +68,9 @@ async def test_invalid_writes_are_refused_and_store_nothing(hub: Hub, attacker: 
     assert await record(hub, "node-inventories", f"{attacker.namespace}.junk") is None
 
 
-async def test_events_about_another_or_oversized_are_refused(hub: Hub, attacker: Attacker, bystander: Attacker) -> None:
+async def test_events_about_another_or_oversized_are_refused(
+    hub: RegistrationHub, attacker: Attacker, bystander: Attacker
+) -> None:
     def event(namespace: str, message: str) -> bytes:
         involved = ObjectReference(
             api_version="apps.clusternet.io/v1alpha1", kind="Description", namespace=namespace, name="precious"

@@ -20,13 +20,13 @@ from tests.isolation.attackers import (
     CLUSTER_WRITTEN,
     Attacker,
 )
-from tests.registration.harness import Hub
+from tests.registration.harness import RegistrationHub
 
 DISTINCT = 137
 """Each of B's records is rewritten until its revision is above this: a number no other answer has."""
 
 
-async def seed_distinct(hub: Hub, namespace: str) -> dict[str, int]:
+async def seed_distinct(hub: RegistrationHub, namespace: str) -> dict[str, int]:
     """B's records, one per bucket, each at a revision of its own above DISTINCT."""
     js = hub.nc.jetstream()
     revisions: dict[str, int] = {}
@@ -44,7 +44,9 @@ def tells(text: str, namespace: str, revisions: dict[str, int]) -> list[str]:
     return found + [str(r) for r in revisions.values() if re.search(rf"(?<!\d){r}(?!\d)", text)]
 
 
-async def test_stream_info_lists_no_other_namespace(hub: Hub, attacker: Attacker, bystander: Attacker) -> None:
+async def test_stream_info_lists_no_other_namespace(
+    hub: RegistrationHub, attacker: Attacker, bystander: Attacker
+) -> None:
     revisions = await seed_distinct(hub, bystander.namespace)
     requests = [
         attacker.js_api(f"STREAM.INFO.KV_{bucket}", body, api)
@@ -63,7 +65,9 @@ async def test_stream_info_lists_no_other_namespace(hub: Hub, attacker: Attacker
     del revisions
 
 
-async def test_expected_sequence_headers_reveal_no_revision(hub: Hub, attacker: Attacker, bystander: Attacker) -> None:
+async def test_expected_sequence_headers_reveal_no_revision(
+    hub: RegistrationHub, attacker: Attacker, bystander: Attacker
+) -> None:
     revisions = await seed_distinct(hub, bystander.namespace)
     attempts = []
     for bucket in CLUSTER_WRITTEN:
@@ -82,7 +86,9 @@ async def test_expected_sequence_headers_reveal_no_revision(hub: Hub, attacker: 
     assert leaks == [], f"A learned B's revision from an error: {answers}"
 
 
-async def test_direct_get_bodies_read_nothing_of_anothers(hub: Hub, attacker: Attacker, bystander: Attacker) -> None:
+async def test_direct_get_bodies_read_nothing_of_anothers(
+    hub: RegistrationHub, attacker: Attacker, bystander: Attacker
+) -> None:
     """The direct get granted for A's own keys names the key in the subject; a body asking for a
     sequence, a next-by-subject, a batch or multi-last must not return B's messages."""
     revisions = await seed_distinct(hub, bystander.namespace)
@@ -114,7 +120,7 @@ async def test_direct_get_bodies_read_nothing_of_anothers(hub: Hub, attacker: At
 
 
 async def test_intake_answers_do_not_tell_whether_anothers_key_exists(
-    hub: Hub, attacker: Attacker, bystander: Attacker
+    hub: RegistrationHub, attacker: Attacker, bystander: Attacker
 ) -> None:
     revisions = await seed_distinct(hub, bystander.namespace)
 

@@ -27,13 +27,15 @@ from tests.isolation.attackers import (
     seed_records,
     unchanged,
 )
-from tests.registration.harness import Hub
+from tests.registration.harness import RegistrationHub
 
 BAD_CONNECTS = 500
 RECONNECT_DEADLINE = 10.0
 
 
-async def test_account_system_requests_reveal_nothing(hub: Hub, attacker: Attacker, bystander: Attacker) -> None:
+async def test_account_system_requests_reveal_nothing(
+    hub: RegistrationHub, attacker: Attacker, bystander: Attacker
+) -> None:
     requests = [
         attacker.ask(subject, b'{"subscriptions": true, "subscriptions_detail": true}')
         for subject in (
@@ -56,7 +58,7 @@ async def test_account_system_requests_reveal_nothing(hub: Hub, attacker: Attack
 
 
 async def test_wildcard_and_queue_subscriptions_intercept_nothing(
-    hub: Hub, attacker: Attacker, bystander: Attacker
+    hub: RegistrationHub, attacker: Attacker, bystander: Attacker
 ) -> None:
     """While the hub asks B and B reads its keys (both answered: the positive control), none of
     A's subscriptions gets B's requests, replies or JetStream API traffic."""
@@ -111,7 +113,7 @@ async def test_wildcard_and_queue_subscriptions_intercept_nothing(
     await holds(lambda: not intercepted(), SHORT, "A intercepted B's traffic")
 
 
-async def test_forged_acks_and_flow_control_are_refused(hub: Hub, attacker: Attacker) -> None:
+async def test_forged_acks_and_flow_control_are_refused(hub: RegistrationHub, attacker: Attacker) -> None:
     for subject in (
         "$JS.ACK.KV_descriptions.any.1.1.1.1.0",
         "$JS.ACK.hub.x.KV_descriptions.any.1.1.1.1.0.x",
@@ -130,7 +132,9 @@ async def test_forged_acks_and_flow_control_are_refused(hub: Hub, attacker: Atta
             await spy.close()
 
 
-async def test_exotic_headers_change_no_other_record(hub: Hub, attacker: Attacker, bystander: Attacker) -> None:
+async def test_exotic_headers_change_no_other_record(
+    hub: RegistrationHub, attacker: Attacker, bystander: Attacker
+) -> None:
     seeded = await seed_records(hub, bystander.namespace)
     attempts = []
     for bucket in CLUSTER_WRITTEN:
@@ -153,7 +157,7 @@ async def test_exotic_headers_change_no_other_record(hub: Hub, attacker: Attacke
     assert await unchanged(hub, seeded) == {}, "A's headers changed B's records"
 
 
-async def test_bad_connect_flood_does_not_lock_out_a_valid_cluster(hub: Hub, bystander: Attacker) -> None:
+async def test_bad_connect_flood_does_not_lock_out_a_valid_cluster(hub: RegistrationHub, bystander: Attacker) -> None:
     """Floods the auth callout with refused CONNECTs (bad secrets for B's id, malformed tokens,
     non-cluster users) while B reconnects with its own credential within a deadline."""
 

@@ -19,7 +19,7 @@ from tests.isolation.attackers import (
     seed_records,
     unchanged,
 )
-from tests.registration.harness import Hub
+from tests.registration.harness import RegistrationHub
 
 DESTRUCTIVE_HEADERS = (
     {"Nats-Rollup": "all"},
@@ -29,7 +29,7 @@ DESTRUCTIVE_HEADERS = (
 
 
 async def test_rollup_headers_on_own_keys_leave_others_records(
-    hub: Hub, attacker: Attacker, bystander: Attacker
+    hub: RegistrationHub, attacker: Attacker, bystander: Attacker
 ) -> None:
     seeded = await seed_records(hub, bystander.namespace)
     await asyncio.gather(
@@ -43,7 +43,7 @@ async def test_rollup_headers_on_own_keys_leave_others_records(
 
 
 async def test_intake_delete_with_rollup_headers_leaves_others_records(
-    hub: Hub, attacker: Attacker, bystander: Attacker
+    hub: RegistrationHub, attacker: Attacker, bystander: Attacker
 ) -> None:
     seeded = await seed_records(hub, bystander.namespace)
     await asyncio.gather(
@@ -57,7 +57,9 @@ async def test_intake_delete_with_rollup_headers_leaves_others_records(
     assert await unchanged(hub, seeded) == {}, "A's intake delete removed B's records"
 
 
-async def test_purge_and_delete_apis_leave_others_records(hub: Hub, attacker: Attacker, bystander: Attacker) -> None:
+async def test_purge_and_delete_apis_leave_others_records(
+    hub: RegistrationHub, attacker: Attacker, bystander: Attacker
+) -> None:
     seeded = await seed_records(hub, bystander.namespace)
     attempts = []
     for (bucket, key), (_, revision) in seeded.items():

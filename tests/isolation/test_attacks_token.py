@@ -24,12 +24,12 @@ from tests.isolation.attackers import (
     leaf_subscriptions,
     token_holder,
 )
-from tests.registration.harness import Hub
+from tests.registration.harness import RegistrationHub
 
 SECRET = "s3cr3t-of-b"
 
 
-async def b_reads_its_secret(hub: Hub, b: Attacker, times: int = 3) -> None:
+async def b_reads_its_secret(hub: RegistrationHub, b: Attacker, times: int = 3) -> None:
     """Positive control: B's direct gets of its own Description reach B, with the secret."""
     descriptions = JsonBucket(hub.nc.jetstream(), "descriptions")
     if await descriptions.get(f"{b.namespace}.secret") is None:
@@ -44,7 +44,7 @@ def leaked(*subscriptions: list[Msg]) -> list[Msg]:
 
 
 async def test_token_holder_naming_a_registered_cluster_reads_none_of_its_replies(
-    hub: Hub, bystander: Attacker
+    hub: RegistrationHub, bystander: Attacker
 ) -> None:
     spy = await token_holder(hub.secure.server.url, bystander.cluster_id, await hub.token())
     if spy is not None:  # hardened: refused at connect
@@ -59,7 +59,9 @@ async def test_token_holder_naming_a_registered_cluster_reads_none_of_its_replie
         await b_reads_its_secret(hub, bystander)
 
 
-async def test_token_holder_with_a_new_id_reads_none_of_their_replies(hub: Hub, bystander: Attacker) -> None:
+async def test_token_holder_with_a_new_id_reads_none_of_their_replies(
+    hub: RegistrationHub, bystander: Attacker
+) -> None:
     """A fresh id (a token's ordinary use) may register; its grants reach no other inbox."""
     spy = await token_holder(hub.secure.server.url, "00000000-0000-4000-8000-00000000abcd", await hub.token())
     assert spy is not None, "a token holder with a new cluster id may connect to register"
@@ -75,7 +77,7 @@ async def test_token_holder_with_a_new_id_reads_none_of_their_replies(hub: Hub, 
 
 
 async def test_token_leaf_naming_a_registered_cluster_reads_none_of_its_replies(
-    hub: Hub, bystander: Attacker, tmp_path: Path
+    hub: RegistrationHub, bystander: Attacker, tmp_path: Path
 ) -> None:
     """The token holder runs a leaf node dialling the hub as B's id; its local clients listen.
     Either the hub refuses the link, or the link carries none of B's replies."""

@@ -22,7 +22,7 @@ from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from tests.registration.harness import Client, Hub, new_cluster_id, register
+from tests.registration.harness import Client, RegistrationHub, new_cluster_id, register
 
 VIOLATION = "permissions violation"
 
@@ -36,7 +36,7 @@ class Cluster:
     nc: NATS
 
 
-async def joined(hub: Hub) -> Cluster:
+async def joined(hub: RegistrationHub) -> Cluster:
     cluster_id = new_cluster_id()
     reply, secret = await register(hub.secure.server.url, cluster_id, await hub.token())
     assert reply.result == APPROVED and reply.dedicated_namespace
@@ -59,7 +59,7 @@ def violated(cluster: Cluster) -> bool:
 
 
 @pytest.fixture
-async def pair(hub: Hub) -> tuple[Cluster, Cluster]:
+async def pair(hub: RegistrationHub) -> tuple[Cluster, Cluster]:
     a, b = await joined(hub), await joined(hub)
     descriptions = JsonBucket(hub.nc.jetstream(), "descriptions")
     for cluster in (a, b):
@@ -67,7 +67,7 @@ async def pair(hub: Hub) -> tuple[Cluster, Cluster]:
     return a, b
 
 
-async def test_reads_own_descriptions_but_not_anothers(hub: Hub, pair: tuple[Cluster, Cluster]) -> None:
+async def test_reads_own_descriptions_but_not_anothers(hub: RegistrationHub, pair: tuple[Cluster, Cluster]) -> None:
     a, b = pair
     own = await bucket_of(a, "descriptions").get(f"{a.namespace}.app")
     assert own is not None and json.loads(own[0]) == {"for": a.cluster_id}
@@ -79,7 +79,7 @@ async def test_reads_own_descriptions_but_not_anothers(hub: Hub, pair: tuple[Clu
     await eventually(lambda: violated(a), timeout=5, what="permission violation reported")
 
 
-async def test_informer_follows_own_namespace_only(hub: Hub, pair: tuple[Cluster, Cluster]) -> None:
+async def test_informer_follows_own_namespace_only(hub: RegistrationHub, pair: tuple[Cluster, Cluster]) -> None:
     a, b = pair
     js = a.nc.jetstream()
     own: Informer[bytes] = Informer(
@@ -98,7 +98,7 @@ async def test_informer_follows_own_namespace_only(hub: Hub, pair: tuple[Cluster
     await eventually(lambda: violated(a), timeout=5, what="permission violation reported")
 
 
-async def test_cannot_write_anothers_status_or_cluster(hub: Hub, pair: tuple[Cluster, Cluster]) -> None:
+async def test_cannot_write_anothers_status_or_cluster(hub: RegistrationHub, pair: tuple[Cluster, Cluster]) -> None:
     a, b = pair
     await bucket_of(a, "descriptions-status").create(f"{a.namespace}.app", b'{"phase":"Success"}')
     for bucket in ("descriptions-status", "managedclusters-status", "managedclusters"):
@@ -111,7 +111,7 @@ async def test_cannot_write_anothers_status_or_cluster(hub: Hub, pair: tuple[Clu
         assert await JsonBucket(hub_js, bucket).get(f"{b.namespace}.app") is None
 
 
-async def test_cannot_answer_anothers_requests(hub: Hub, pair: tuple[Cluster, Cluster]) -> None:
+async def test_cannot_answer_anothers_requests(hub: RegistrationHub, pair: tuple[Cluster, Cluster]) -> None:
     a, b = pair
     subject = f"clusternet.proxy.{b.namespace}.get"
 
@@ -131,7 +131,7 @@ async def test_cannot_answer_anothers_requests(hub: Hub, pair: tuple[Cluster, Cl
     assert answers == {b"from b"}
 
 
-async def test_cannot_register_as_another(hub: Hub, pair: tuple[Cluster, Cluster]) -> None:
+async def test_cannot_register_as_another(hub: RegistrationHub, pair: tuple[Cluster, Cluster]) -> None:
     # The callout refuses a token for a registered id outright, even with B's own secret in the request.
     _, b = pair
     for secret in (None, b.secret):

@@ -23,7 +23,7 @@ from clusternet_nats.api.registration import (
     new_secret,
     registering_inbox_prefix,
 )
-from clusternet_nats.hub.registration.testing import Hub, secured_hub
+from clusternet_nats.hub.registration.testing import RegistrationHub, secured_hub
 from clusternet_nats.testing.natsserver import free_port
 from clusternet_nats.testing.system import ServiceProcess
 from clusternet_nats.testing.waiting import eventually
@@ -72,13 +72,15 @@ def new_cluster_id() -> str:
 
 
 @pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
+async def hub(tmp_path: Path) -> AsyncIterator[RegistrationHub]:
     async with secured_hub(tmp_path) as running:
         yield running
 
 
 @contextlib.asynccontextmanager
-async def running_agent(hub: Hub, state_dir: Path, *args: str, timeout: float = 40) -> AsyncIterator[ServiceProcess]:
+async def running_agent(
+    hub: RegistrationHub, state_dir: Path, *args: str, timeout: float = 40
+) -> AsyncIterator[ServiceProcess]:
     """An agent process in registration mode: started, ready, then stopped with SIGTERM and exit 0."""
     agent = ServiceProcess(
         name="agent",

@@ -13,10 +13,10 @@ from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.store import ObjectStore
 
-from tests.registration.harness import Hub, running_agent
+from tests.registration.harness import RegistrationHub, running_agent
 
 
-async def test_agent_process_registers_its_clusters(hub: Hub, tmp_path: Path) -> None:
+async def test_agent_process_registers_its_clusters(hub: RegistrationHub, tmp_path: Path) -> None:
     args = ("--nats-url", hub.secure.server.url, "--cluster-name", "pool", "--sim-clusters", "2")
     async with running_agent(hub, tmp_path / "state", *args):
         pass
@@ -25,7 +25,7 @@ async def test_agent_process_registers_its_clusters(hub: Hub, tmp_path: Path) ->
     assert sorted(p.parent.name for p in (tmp_path / "state").glob("*/credentials.json")) == ["pool-1", "pool-2"]
 
 
-async def test_agent_process_behind_leaf_nodes(hub: Hub, tmp_path: Path) -> None:
+async def test_agent_process_behind_leaf_nodes(hub: RegistrationHub, tmp_path: Path) -> None:
     """Each pooled cluster runs its own leaf node; the process never dials the hub's client port."""
     args = (
         *("--nats-url", "nats://127.0.0.1:1", "--cluster-name", "edge", "--sim-clusters", "2"),

@@ -20,10 +20,10 @@ from clusternet_nats.runtime.service import CommonOptions
 from clusternet_nats.store import ObjectStore
 from clusternet_nats.testing.waiting import eventually
 
-from tests.registration.harness import Hub
+from tests.registration.harness import RegistrationHub
 
 
-async def run_agent(hub: Hub, settings: RegistrationSettings) -> ClusterAgent:
+async def run_agent(hub: RegistrationHub, settings: RegistrationSettings) -> ClusterAgent:
     identity = single_cluster("edge", None, {"env": "test"}, ClusterSyncMode.PULL)
     agent = ClusterAgent(identity, SimCluster("edge", Sizing()), 5.0, enrollment=Enrollment(settings, identity))
     await agent.start(CommonOptions(nats_url=hub.secure.server.url, health_port=-1, jetstream_domain="hub"))
@@ -31,7 +31,7 @@ async def run_agent(hub: Hub, settings: RegistrationSettings) -> ClusterAgent:
     return agent
 
 
-async def test_registers_once_then_reuses_credentials(hub: Hub, tmp_path: Path) -> None:
+async def test_registers_once_then_reuses_credentials(hub: RegistrationHub, tmp_path: Path) -> None:
     token = await hub.token()
     settings = RegistrationSettings(token, tmp_path / "state")
     agent = await run_agent(hub, settings)
@@ -48,7 +48,7 @@ async def test_registers_once_then_reuses_credentials(hub: Hub, tmp_path: Path) 
     await agent.stop()
 
 
-async def test_agent_behind_its_own_leaf_node_is_ready(hub: Hub, tmp_path: Path) -> None:
+async def test_agent_behind_its_own_leaf_node_is_ready(hub: RegistrationHub, tmp_path: Path) -> None:
     """Registration, Descriptions, heartbeats and status, all through the agent's own leaf."""
     settings = RegistrationSettings(
         await hub.token(), tmp_path / "state", hub_leaf_url=hub.secure.leaf_url, hub_ca=hub.secure.pki.ca_cert

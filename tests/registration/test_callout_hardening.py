@@ -39,7 +39,7 @@ from clusternet_nats.hub.registration import permissions
 from clusternet_nats.hub.registration.callout import ExpiringSet, Refused, SourceFailures, source_of
 from clusternet_nats.hub.registration.records import CREDENTIALS_BUCKET, credential_store
 from clusternet_nats.hub.registration.registrar import approved, placement
-from clusternet_nats.hub.registration.testing import Hub, secured_hub
+from clusternet_nats.hub.registration.testing import RegistrationHub, secured_hub
 from clusternet_nats.store import JsonBucket, ObjectStore, StatusStore
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
@@ -110,13 +110,13 @@ async def ask_once(nc: NATS, cluster_id: str, secret: str) -> RegistrationReply:
     return RegistrationReply.model_validate_json(msg.data)
 
 
-async def refusal(hub: Hub, cluster_id: str, password: str) -> str:
+async def refusal(hub: RegistrationHub, cluster_id: str, password: str) -> str:
     with pytest.raises(Refused) as refused:
         await hub.callout.decide(cluster_id, password)
     return str(refused.value)
 
 
-async def test_a_token_cannot_connect_as_a_registered_cluster(hub: Hub) -> None:
+async def test_a_token_cannot_connect_as_a_registered_cluster(hub: RegistrationHub) -> None:
     url, cluster_id = hub.secure.server.url, new_cluster_id()
     reply, secret = await register(url, cluster_id, await hub.token())
     assert reply.result == APPROVED
@@ -178,7 +178,7 @@ async def test_a_pending_agent_asks_again_with_its_own_secret(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("flood_source", ["127.0.0.2", "127.0.0.1"], ids=["other-source", "same-source"])
-async def test_valid_reconnects_survive_a_flood_of_bad_connects(hub: Hub, flood_source: str) -> None:
+async def test_valid_reconnects_survive_a_flood_of_bad_connects(hub: RegistrationHub, flood_source: str) -> None:
     url, port, callout = hub.secure.server.url, hub.secure.server.port, hub.callout
     cluster_id = new_cluster_id()
     reply, secret = await register(url, cluster_id, await hub.token())
@@ -217,13 +217,13 @@ async def test_valid_reconnects_survive_a_flood_of_bad_connects(hub: Hub, flood_
         await (await Client().connect(url, fresh, fresh_secret)).close()
 
 
-async def refusal_from(hub: Hub, host: str) -> str:
+async def refusal_from(hub: RegistrationHub, host: str) -> str:
     with pytest.raises(Refused) as refused:
         await hub.callout.decide(new_cluster_id(), new_secret(), host)
     return str(refused.value)
 
 
-async def test_many_valid_connections_at_once(hub: Hub) -> None:
+async def test_many_valid_connections_at_once(hub: RegistrationHub) -> None:
     url = hub.secure.server.url
     token = await hub.token()
     ids = [new_cluster_id() for _ in range(10)]
@@ -240,7 +240,7 @@ async def test_many_valid_connections_at_once(hub: Hub) -> None:
     assert hub.callout.responder.peak_in_flight > 1
 
 
-async def test_an_unexpected_error_is_answered_with_a_refusal(hub: Hub) -> None:
+async def test_an_unexpected_error_is_answered_with_a_refusal(hub: RegistrationHub) -> None:
     url, broken = hub.secure.server.url, new_cluster_id()
     await JsonBucket(hub.nc.jetstream(), CREDENTIALS_BUCKET).create(broken, b"{not a credential")
     stats = hub.callout.responder.stats
@@ -256,7 +256,7 @@ async def test_an_unexpected_error_is_answered_with_a_refusal(hub: Hub) -> None:
     await (await Client().connect(url, cluster_id, secret)).close()
 
 
-async def test_unknown_ids_are_refused_from_memory_but_not_past_a_registration(hub: Hub) -> None:
+async def test_unknown_ids_are_refused_from_memory_but_not_past_a_registration(hub: RegistrationHub) -> None:
     stats = hub.callout.stats
     reads = stats.store_reads
     token, unknown = unknown_token(), new_cluster_id()

@@ -17,11 +17,11 @@ from clusternet_nats.store import ObjectStore
 from clusternet_nats.testing.waiting import eventually
 from typer.testing import CliRunner, Result
 
-from tests.registration.harness import Client, Hub, new_cluster_id, secured_hub
+from tests.registration.harness import Client, RegistrationHub, new_cluster_id, secured_hub
 
 
 @pytest.fixture
-async def manual_hub(tmp_path: Path) -> AsyncIterator[tuple[Hub, ServedHub]]:
+async def manual_hub(tmp_path: Path) -> AsyncIterator[tuple[RegistrationHub, ServedHub]]:
     """The secured hub with --manual-approval, and its HTTP API for `cnet` (as admin)."""
     async with secured_hub(tmp_path, manual_approval=True) as hub, running_hub(hub.secure.url("hub")) as served:
         yield hub, served
@@ -31,7 +31,7 @@ async def cnet(served: ServedHub, *args: str) -> Result:
     return await asyncio.to_thread(lambda: CliRunner().invoke(app, [*served.cnet_args(), *args]))
 
 
-async def ask(hub: Hub, cluster_id: str) -> asyncio.Task[object]:
+async def ask(hub: RegistrationHub, cluster_id: str) -> asyncio.Task[object]:
     nc = await Client().connect(
         hub.secure.server.url, cluster_id, await hub.token(), registering_inbox_prefix(cluster_id)
     )
@@ -39,7 +39,7 @@ async def ask(hub: Hub, cluster_id: str) -> asyncio.Task[object]:
     return asyncio.create_task(request_registration(nc, spec, new_secret(), pending_poll=0.1))
 
 
-async def test_pending_until_approved(manual_hub: tuple[Hub, ServedHub]) -> None:
+async def test_pending_until_approved(manual_hub: tuple[RegistrationHub, ServedHub]) -> None:
     hub, url = manual_hub
     cluster_id = new_cluster_id()
     waiting = await ask(hub, cluster_id)
@@ -64,7 +64,7 @@ async def test_pending_until_approved(manual_hub: tuple[Hub, ServedHub]) -> None
     assert again.exit_code == 1 and "already Approved" in again.output
 
 
-async def test_denied_with_reason(manual_hub: tuple[Hub, ServedHub]) -> None:
+async def test_denied_with_reason(manual_hub: tuple[RegistrationHub, ServedHub]) -> None:
     hub, url = manual_hub
     cluster_id = new_cluster_id()
     waiting = await ask(hub, cluster_id)
@@ -80,7 +80,7 @@ async def test_denied_with_reason(manual_hub: tuple[Hub, ServedHub]) -> None:
         await asyncio.wait_for(waiting, 10)
 
 
-async def test_only_clsrr_can_be_approved(manual_hub: tuple[Hub, ServedHub]) -> None:
+async def test_only_clsrr_can_be_approved(manual_hub: tuple[RegistrationHub, ServedHub]) -> None:
     _, url = manual_hub
     result = await cnet(url, "approve", "mcls", "x")
     assert result.exit_code == 1 and "only clusterregistrationrequests" in result.output

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from clusternet_nats.api.registration import APPROVED
 
-from tests.registration.harness import Client, Hub, new_cluster_id, register
+from tests.registration.harness import Client, RegistrationHub, new_cluster_id, register
 
 
-async def test_token_registers_and_credentials_connect(hub: Hub) -> None:
+async def test_token_registers_and_credentials_connect(hub: RegistrationHub) -> None:
     cluster_id = new_cluster_id()
     reply, secret = await register(hub.secure.server.url, cluster_id, await hub.token())
     assert reply.result == APPROVED, reply

@@ -10,10 +10,10 @@ from clusternet_nats.api.registry import by_kind
 from clusternet_nats.store import ObjectStore
 from clusternet_nats.testing.waiting import eventually
 
-from tests.registration.harness import Client, Hub, new_cluster_id, register
+from tests.registration.harness import Client, RegistrationHub, new_cluster_id, register
 
 
-async def test_deleted_cluster_is_dropped_and_refused(hub: Hub) -> None:
+async def test_deleted_cluster_is_dropped_and_refused(hub: RegistrationHub) -> None:
     cluster_id = new_cluster_id()
     reply, secret = await register(hub.secure.server.url, cluster_id, await hub.token())
     assert reply.result == APPROVED and reply.dedicated_namespace and reply.managed_cluster_name

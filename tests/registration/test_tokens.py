@@ -13,10 +13,10 @@ from clusternet_nats.hub.registration.callout import Refused
 from clusternet_nats.hub.registration.records import token_store
 from clusternet_nats.testing.waiting import eventually
 
-from tests.registration.harness import Client, Hub, new_cluster_id
+from tests.registration.harness import Client, RegistrationHub, new_cluster_id
 
 
-async def refused(hub: Hub, cluster_id: str, password: str) -> str:
+async def refused(hub: RegistrationHub, cluster_id: str, password: str) -> str:
     """Asserts the server refuses the connection; returns the callout's reason."""
     before = hub.callout.refusals
     with pytest.raises(nats.errors.Error, match="Authorization Violation"):
@@ -27,36 +27,36 @@ async def refused(hub: Hub, cluster_id: str, password: str) -> str:
     return str(reason.value)
 
 
-async def test_malformed_token_is_refused(hub: Hub) -> None:
+async def test_malformed_token_is_refused(hub: RegistrationHub) -> None:
     reason = await refused(hub, new_cluster_id(), "not-a-token")
     assert "neither its credentials nor a bootstrap token" in reason
 
 
-async def test_unknown_token_is_refused(hub: Hub) -> None:
+async def test_unknown_token_is_refused(hub: RegistrationHub) -> None:
     assert "does not exist or was revoked" in await refused(hub, new_cluster_id(), "abcdef.0123456789abcdef")
 
 
-async def test_wrong_secret_is_refused(hub: Hub) -> None:
+async def test_wrong_secret_is_refused(hub: RegistrationHub) -> None:
     token = await hub.token()
     assert "wrong secret" in await refused(hub, new_cluster_id(), token[:7] + "x" * 16)
 
 
-async def test_expired_token_is_refused(hub: Hub) -> None:
+async def test_expired_token_is_refused(hub: RegistrationHub) -> None:
     token = await hub.token(ttl=timedelta(seconds=-1))
     assert "expired at" in await refused(hub, new_cluster_id(), token)
 
 
-async def test_revoked_token_is_refused(hub: Hub) -> None:
+async def test_revoked_token_is_refused(hub: RegistrationHub) -> None:
     token = await hub.token()
     await token_store(hub.nc.jetstream()).delete(token.split(".")[0])
     assert "does not exist or was revoked" in await refused(hub, new_cluster_id(), token)
 
 
-async def test_user_must_be_a_cluster_id(hub: Hub) -> None:
+async def test_user_must_be_a_cluster_id(hub: RegistrationHub) -> None:
     assert "is not a cluster id" in await refused(hub, "hub.>", await hub.token())
 
 
-async def test_token_can_do_nothing_but_register(hub: Hub) -> None:
+async def test_token_can_do_nothing_but_register(hub: RegistrationHub) -> None:
     cluster_id = new_cluster_id()
     client = Client()
     nc = await client.connect(hub.secure.server.url, cluster_id, await hub.token())
@@ -68,7 +68,7 @@ async def test_token_can_do_nothing_but_register(hub: Hub) -> None:
     await nc.close()
 
 
-async def test_registration_is_idempotent_for_the_same_secret(hub: Hub) -> None:
+async def test_registration_is_idempotent_for_the_same_secret(hub: RegistrationHub) -> None:
     # An agent whose reply was lost asks again on its connection; a new token connection for the
     # now registered id would be refused (test_callout_hardening.py).
     cluster_id, secret = new_cluster_id(), new_secret()

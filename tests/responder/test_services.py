@@ -41,7 +41,7 @@ from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
 
-from tests.registration.harness import Client, Hub, hub, new_cluster_id, register
+from tests.registration.harness import Client, RegistrationHub, hub, new_cluster_id, register
 
 __all__ = ["hub"]
 
@@ -95,7 +95,7 @@ async def test_push_responder(nats_server: NatsServer, nc: NATS, monkeypatch: py
         await conn.close()
 
 
-async def test_registrar(hub: Hub, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_registrar(hub: RegistrationHub, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Registrar, "register", boom)
     cluster_id = new_cluster_id()
     token = await hub.token()
@@ -114,7 +114,7 @@ async def test_registrar(hub: Hub, monkeypatch: pytest.MonkeyPatch) -> None:
     assert reply.error_message == "the hub's registrar failed unexpectedly (RuntimeError, logged)"
 
 
-async def test_intake(hub: Hub, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_intake(hub: RegistrationHub, monkeypatch: pytest.MonkeyPatch) -> None:
     cluster_id = new_cluster_id()
     reply, secret = await register(hub.secure.server.url, cluster_id, await hub.token())
     assert reply.result == APPROVED and reply.dedicated_namespace

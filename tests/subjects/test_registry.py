@@ -36,7 +36,7 @@ from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from tests.registration.harness import Hub, hub
+from tests.registration.harness import RegistrationHub, hub
 
 __all__ = ["hub"]
 
@@ -91,7 +91,7 @@ class Recorder:
 
 
 @pytest.fixture
-async def recorders(hub: Hub) -> AsyncIterator[list[Recorder]]:
+async def recorders(hub: RegistrationHub) -> AsyncIterator[list[Recorder]]:
     recorders: list[Recorder] = []
     connections: list[NATS] = []
     for user in ("hub", "callout"):
@@ -118,7 +118,7 @@ def unmatched_subject(subject: str) -> str | None:
     return None
 
 
-def subscriptions(hub: Hub) -> list[dict[str, Any]]:
+def subscriptions(hub: RegistrationHub) -> list[dict[str, Any]]:
     url = f"http://127.0.0.1:{hub.secure.server.monitor_port}/connz?subs=detail&limit=10000"
     with urllib.request.urlopen(url, timeout=5) as answer:
         connz = json.load(answer)
@@ -126,7 +126,9 @@ def subscriptions(hub: Hub) -> list[dict[str, Any]]:
     return [sub for conn in connections for sub in conn.get("subscriptions_list_detail") or []]
 
 
-async def start_agent(hub: Hub, tmp_path: Path, name: str, mode: ClusterSyncMode, pusher: bool) -> ClusterAgent:
+async def start_agent(
+    hub: RegistrationHub, tmp_path: Path, name: str, mode: ClusterSyncMode, pusher: bool
+) -> ClusterAgent:
     identity = single_cluster(name, None, {}, mode)
     settings = RegistrationSettings(await hub.token(), tmp_path / name)
     agent = ClusterAgent(
@@ -137,7 +139,9 @@ async def start_agent(hub: Hub, tmp_path: Path, name: str, mode: ClusterSyncMode
     return agent
 
 
-async def test_every_subject_used_is_registered(hub: Hub, recorders: list[Recorder], tmp_path: Path) -> None:
+async def test_every_subject_used_is_registered(
+    hub: RegistrationHub, recorders: list[Recorder], tmp_path: Path
+) -> None:
     async with running_service("clusternet-predictor", predictor.build, hub.secure.url("predictor")):
         pulling = await start_agent(hub, tmp_path, "pulling", ClusterSyncMode.PULL, False)
         pushed = await start_agent(hub, tmp_path, "pushed", ClusterSyncMode.PUSH, True)

@@ -24,7 +24,7 @@ from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from tests.registration.harness import Client, Hub, new_cluster_id, register
+from tests.registration.harness import Client, RegistrationHub, new_cluster_id, register
 
 
 @dataclass
@@ -35,7 +35,7 @@ class Child:
     nc: NATS
 
 
-async def child(hub: Hub, directory: Path, name: str) -> Child:
+async def child(hub: RegistrationHub, directory: Path, name: str) -> Child:
     cluster_id = new_cluster_id()
     reply, secret = await register(hub.secure.server.url, cluster_id, await hub.token())
     assert reply.result == APPROVED and reply.dedicated_namespace
@@ -55,7 +55,7 @@ def confined(child: Child, bucket: str, timeout: float = 5) -> JsonBucket:
 
 
 @pytest.fixture
-async def children(hub: Hub, tmp_path: Path) -> AsyncIterator[tuple[Child, Child]]:
+async def children(hub: RegistrationHub, tmp_path: Path) -> AsyncIterator[tuple[Child, Child]]:
     a, b = await child(hub, tmp_path, "a"), await child(hub, tmp_path, "b")
     try:
         yield a, b
@@ -65,7 +65,7 @@ async def children(hub: Hub, tmp_path: Path) -> AsyncIterator[tuple[Child, Child
             await c.leaf.stop()
 
 
-async def test_leaf_carries_only_its_clusters_subjects(hub: Hub, children: tuple[Child, Child]) -> None:
+async def test_leaf_carries_only_its_clusters_subjects(hub: RegistrationHub, children: tuple[Child, Child]) -> None:
     a, b = children
     descriptions = JsonBucket(hub.nc.jetstream(), "descriptions")
     for c in (a, b):

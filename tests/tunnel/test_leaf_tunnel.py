@@ -21,10 +21,10 @@ from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.msg import Msg
 
-from tests.registration.harness import Client, Hub, new_cluster_id
+from tests.registration.harness import Client, RegistrationHub, new_cluster_id
 
 
-async def test_child_behind_outbound_leaf_registers_receives_and_answers(hub: Hub, tmp_path: Path) -> None:
+async def test_child_behind_outbound_leaf_registers_receives_and_answers(hub: RegistrationHub, tmp_path: Path) -> None:
     cluster_id, secret = new_cluster_id(), new_secret()
     leaf = LeafNode(tmp_path / "leaf", "child")
     ca = hub.secure.pki.ca_cert
@@ -86,7 +86,7 @@ async def _started(informer: Informer[bytes]) -> bool:
     return True
 
 
-async def leaf_links(hub: Hub) -> int:
+async def leaf_links(hub: RegistrationHub) -> int:
     sys_nc = await nats.connect(hub.secure.url("sys"))
     try:
         reply = await sys_nc.request("$SYS.REQ.SERVER.PING.LEAFZ", b"{}", timeout=2)

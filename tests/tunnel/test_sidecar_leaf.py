@@ -27,7 +27,7 @@ from clusternet_nats.store import ObjectStore
 from clusternet_nats.testing.natsserver import free_port, nats_server_binary
 from clusternet_nats.testing.waiting import eventually
 
-from tests.registration.harness import Hub
+from tests.registration.harness import RegistrationHub
 
 
 async def start_sidecar(state_dir: Path, port: int) -> asyncio.subprocess.Process:
@@ -43,7 +43,9 @@ async def start_sidecar(state_dir: Path, port: int) -> asyncio.subprocess.Proces
     )
 
 
-async def test_agent_registers_and_receives_descriptions_through_a_sidecar_leaf(hub: Hub, tmp_path: Path) -> None:
+async def test_agent_registers_and_receives_descriptions_through_a_sidecar_leaf(
+    hub: RegistrationHub, tmp_path: Path
+) -> None:
     state, port = tmp_path / "state", free_port()
     settings = RegistrationSettings(
         await hub.token(), state, hub.secure.leaf_url, hub.secure.pki.ca_cert, leaf_url=f"nats://127.0.0.1:{port}"

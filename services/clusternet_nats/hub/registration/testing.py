@@ -26,7 +26,7 @@ from nats.aio.client import Client as NATS
 
 
 @dataclass
-class Hub:
+class RegistrationHub:
     secure: SecureHub
     nc: NATS
     callout: AuthCallout
@@ -38,7 +38,7 @@ class Hub:
 
 
 @contextlib.asynccontextmanager
-async def secured_hub(directory: Path, manual_approval: bool = False) -> AsyncIterator[Hub]:
+async def secured_hub(directory: Path, manual_approval: bool = False) -> AsyncIterator[RegistrationHub]:
     seed = jwt.new_account_seed()
     secure = SecureHub(directory, seed, jwt.public_key(seed))
     secure.server.start()
@@ -55,7 +55,7 @@ async def secured_hub(directory: Path, manual_approval: bool = False) -> AsyncIt
             nc = await nats.connect(secure.url("hub"))
             try:
                 await eventually(lambda: bool(built), timeout=10, what="registration services built")
-                yield Hub(secure, nc, built[0])
+                yield RegistrationHub(secure, nc, built[0])
             finally:
                 await nc.close()
     finally:
