@@ -17,6 +17,7 @@ import pytest
 from clusternet_nats.api.apps import (
     DescriptionPhase,
     DescriptionStatus,
+    FeedInventory,
     Localization,
     Manifest,
     ManifestStatus,
@@ -40,7 +41,8 @@ from clusternet_nats.domain.feeds import (
 )
 from clusternet_nats.kube.discovery import Resource
 from clusternet_nats.scheduler.feeds import FeedManifests, ManifestMissingError
-from clusternet_nats.scheduler.strategies import StaticDividing
+from clusternet_nats.scheduler.framework.interfaces import CycleState, TargetClusters
+from clusternet_nats.scheduler.plugins.static_assigner import StaticAssigner
 from clusternet_nats.store import object_key
 
 CLUSTER_ID = "11111111-1111-4111-8111-111111111111"
@@ -157,7 +159,10 @@ def test_every_service_finds_the_same_object_for_a_feed(case: Case) -> None:
 
     # scheduler -> deployer: the replicas the scheduler keys by the feed are the ones rendered
     sub = subscription(case.feed)
-    assigned = StaticDividing().assign(sub, [cluster("a")], scheduler.desired_replicas)
+    finv = FeedInventory.new(sub.name, sub.namespace, spec={"feeds": [{**case.feed, "desiredReplicas": replicas}]})
+    state = CycleState(sub, finv, None, candidates=[cluster("a")])
+    placed, _ = StaticAssigner().assign(state, TargetClusters([cluster("a").namespaced_name()]))
+    assigned = placed.replicas
     assert list(assigned) == [case.key]
     share = {key: shares[0] for key, shares in assigned.items() if shares}
     spec = render_generic([(feed, manifest)], Target("clusternet-a", {}, sub, replicas=share))

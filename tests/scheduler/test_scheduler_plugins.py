@@ -7,9 +7,10 @@ from collections.abc import Callable
 import pytest
 from clusternet_nats.api.apps import Subscription
 from clusternet_nats.api.clusters import ManagedCluster
-from clusternet_nats.scheduler.algorithm import default_framework
 from clusternet_nats.scheduler.framework import MAX_SCORE
-from clusternet_nats.scheduler.plugins import ClusterAffinityFilter, TaintTolerationFilter, TaintTolerationScore
+from clusternet_nats.scheduler.plugins.cluster_affinity import ClusterAffinity
+from clusternet_nats.scheduler.plugins.taint_toleration import TaintToleration
+from clusternet_nats.scheduler.profiles import default_framework
 
 ClusterFactory = Callable[..., ManagedCluster]
 SubscriptionFactory = Callable[..., Subscription]
@@ -33,7 +34,7 @@ def test_cluster_affinity_applies_label_selectors(
 ) -> None:
     cluster = make_cluster("ns-a", labels={"env": "prod", "region": "sh"})
     sub = make_sub("s", "default", [{"clusterAffinity": affinity}])
-    status = ClusterAffinityFilter().filter(sub, cluster)
+    status = ClusterAffinity().filter(sub, cluster)
     assert status.is_success is feasible
     if not feasible:
         assert status.reasons == ("cluster(s) didn't match cluster affinity",)
@@ -44,7 +45,7 @@ def test_cluster_affinity_any_subscriber_is_enough(make_cluster: ClusterFactory,
     cluster = make_cluster("ns-a", labels={"env": "dev"})
     subscribers = [{"clusterAffinity": {"matchLabels": {"env": env}}} for env in ("prod", "dev")]
     sub = make_sub("s", "default", subscribers)
-    assert ClusterAffinityFilter().filter(sub, cluster).is_success
+    assert ClusterAffinity().filter(sub, cluster).is_success
 
 
 @pytest.mark.parametrize(
@@ -68,7 +69,7 @@ def test_taint_toleration_filters_untolerated_hard_taints(
 ) -> None:
     cluster = make_cluster("ns-a", taints=[{"key": "k", "value": "v", "effect": effect}])
     sub = make_sub("s", "default", [{"clusterAffinity": {}}], clusterTolerations=tolerations)
-    status = TaintTolerationFilter().filter(sub, cluster)
+    status = TaintToleration().filter(sub, cluster)
     assert status.is_success is feasible
     if not feasible:
         assert status.reasons == ("cluster(s) had untolerated taint {k: v}",)
@@ -84,9 +85,11 @@ def test_taint_toleration_scores_prefer_no_schedule_taints_lower(
         make_cluster("ns-c", taints=[{"key": "one", **soft}, {"key": "two", **soft}]),
     ]
     sub = make_sub("s", "default", [{"clusterAffinity": {}}])
-    assert TaintTolerationScore().score(sub, clusters) == {"ns-a/mc": MAX_SCORE, "ns-b/mc": 50, "ns-c/mc": 0}
+    plugin = TaintToleration()
+    scores = plugin.normalize_score(sub, plugin.score(sub, clusters))
+    assert scores == {"ns-a/mc": MAX_SCORE, "ns-b/mc": 50, "ns-c/mc": 0}
     tolerant = make_sub("s", "default", [{"clusterAffinity": {}}], clusterTolerations=[{"operator": "Exists"}])
-    assert set(TaintTolerationScore().score(tolerant, clusters).values()) == {MAX_SCORE}
+    assert set(plugin.normalize_score(tolerant, plugin.score(tolerant, clusters)).values()) == {MAX_SCORE}
 
 
 def test_profile_summarises_why_no_cluster_fits(make_cluster: ClusterFactory, make_sub: SubscriptionFactory) -> None:

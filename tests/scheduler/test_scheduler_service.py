@@ -26,7 +26,6 @@ from nats.js import JetStreamContext
 ClusterFactory = Callable[..., ManagedCluster]
 SubscriptionFactory = Callable[..., Subscription]
 STATIC = {"type": "Static"}
-DYNAMIC = {"type": "Dynamic"}
 
 
 class Stores:
@@ -151,16 +150,3 @@ async def test_static_dividing_splits_replicas_by_weight_and_follows_the_manifes
             return binding is not None and binding.replicas == {key: [3, 6]}
 
         await eventually(divided_again, 10, what="replicas re-divided after the Deployment was scaled")
-
-
-async def test_dynamic_dividing_is_not_supported_yet(
-    nats_server: NatsServer, hub: Stores, unique_ns: str, make_cluster: ClusterFactory, make_sub: SubscriptionFactory
-) -> None:
-    await hub.clusters.create(make_cluster(f"{unique_ns}-a", labels={"test": unique_ns}))
-    sub = await hub.subs.create(
-        make_sub("app", unique_ns, selecting(unique_ns), schedulingStrategy="Dividing", dividingScheduling=DYNAMIC)
-    )
-    async with running_service("clusternet-scheduler", build, nats_server.url):
-        failed = await eventually(lambda: hub.events(sub, "FailedScheduling"), 10)
-    assert failed == ["scheduling strategy Dividing/Dynamic is not supported yet"]
-    assert await hub.unbound(sub), "an unsupported strategy writes no binding"

@@ -1,4 +1,4 @@
-"""Placement strategies and whole decisions, as pure functions of clusters, Subscription and Manifests."""
+"""Whole decisions as functions of clusters, a Subscription and its FeedInventory; feed Manifests."""
 
 from __future__ import annotations
 
@@ -7,21 +7,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from clusternet_nats.api.apps import Manifest, Subscription
+from clusternet_nats.api.apps import FeedInventory, Manifest, Subscription
 from clusternet_nats.api.binding import spec_hash
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.loader import parse_object
 from clusternet_nats.api.meta import Feed
-from clusternet_nats.domain.feeds import format_feed
-from clusternet_nats.scheduler.algorithm import default_framework, schedule
+from clusternet_nats.scheduler.algorithm import schedule
 from clusternet_nats.scheduler.feeds import FeedManifests, ManifestMissingError
-from clusternet_nats.scheduler.strategies import (
-    Replication,
-    StaticDividing,
-    UnsupportedStrategyError,
-    strategy_for,
-)
-from clusternet_nats.scheduler.strategies.static_dividing import divide
+from clusternet_nats.scheduler.profiles import default_framework
 
 ClusterFactory = Callable[..., ManagedCluster]
 SubscriptionFactory = Callable[..., Subscription]
@@ -37,79 +30,7 @@ def deployment_manifest(replicas: int | None, kind: str = "Deployment") -> Manif
     return obj
 
 
-def no_replicas(feed: Feed) -> int | None:
-    raise AssertionError(f"replication must not look up replicas of {format_feed(feed)}")
-
-
-@pytest.mark.parametrize(
-    ("replicas", "weights", "expected"),
-    [
-        (6, [1, 2], [2, 4]),
-        (7, [1, 2], [2, 5]),
-        (4, [1, 1, 1], [2, 1, 1]),
-        (4, [5, 3, 2], [3, 1, 0]),  # leftovers go by weight, as Clusternet's, not by largest remainder
-        (3, [0, 1], [0, 3]),
-        (0, [1, 2], [0, 0]),
-    ],
-)
-def test_static_divide_mirrors_clusternet(replicas: int, weights: list[int], expected: list[int]) -> None:
-    assert divide(replicas, weights) == expected
-    assert sum(expected) == replicas
-
-
-def test_static_dividing_weighs_clusters_by_matching_subscribers(
-    make_cluster: ClusterFactory, make_sub: SubscriptionFactory
-) -> None:
-    clusters = [make_cluster("ns-a", labels={"tier": "one"}), make_cluster("ns-b", labels={"tier": "two"})]
-    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "namespace": "app"}
-    sub = make_sub(
-        "s",
-        "default",
-        [
-            {"clusterAffinity": {"matchLabels": {"tier": "one"}}, "weight": 1},
-            {"clusterAffinity": {"matchLabels": {"tier": "two"}}, "weight": 1},
-            {"clusterAffinity": {}, "weight": 1},
-        ],
-        feeds=[WEB, configmap],
-        schedulingStrategy="Dividing",
-    )
-    desired = {"Deployment app/web": 9, "ConfigMap app/cm": None}
-    result = StaticDividing().assign(sub, clusters, lambda feed: desired[format_feed(feed)])
-    assert result == {WEB_KEY: [5, 4], "v1/ConfigMap/app/cm": []}
-
-
-def test_static_dividing_without_weights_divides_nothing(
-    make_cluster: ClusterFactory, make_sub: SubscriptionFactory
-) -> None:
-    sub = make_sub("s", "default", [{"clusterAffinity": {}}], feeds=[WEB], schedulingStrategy="Dividing")
-    assert StaticDividing().assign(sub, [make_cluster("ns-a")], lambda _feed: 3) == {}
-
-
-@pytest.mark.parametrize(
-    ("spec", "expected"),
-    [
-        ({}, Replication),
-        ({"schedulingStrategy": "Dividing"}, StaticDividing),
-        ({"schedulingStrategy": "Dividing", "dividingScheduling": {"type": "Static"}}, StaticDividing),
-    ],
-)
-def test_strategy_for_spec(make_sub: SubscriptionFactory, spec: dict[str, Any], expected: type) -> None:
-    assert isinstance(strategy_for(make_sub("s", "default", [{"clusterAffinity": {}}], **spec).spec), expected)
-
-
-@pytest.mark.parametrize(
-    ("spec", "message"),
-    [
-        ({"schedulingStrategy": "Dividing", "dividingScheduling": {"type": "Dynamic"}}, "Dividing/Dynamic"),
-        ({"schedulingBySubGroup": True}, "schedulingBySubGroup"),
-    ],
-)
-def test_strategies_not_supported_yet(make_sub: SubscriptionFactory, spec: dict[str, Any], message: str) -> None:
-    with pytest.raises(UnsupportedStrategyError, match=message):
-        strategy_for(make_sub("s", "default", [{"clusterAffinity": {}}], **spec).spec)
-
-
-def test_replication_binds_every_feasible_cluster_sorted(
+async def test_replication_binds_every_feasible_cluster_sorted(
     make_cluster: ClusterFactory, make_sub: SubscriptionFactory
 ) -> None:
     gone = make_cluster("ns-0", labels={"env": "prod"})
@@ -121,7 +42,7 @@ def test_replication_binds_every_feasible_cluster_sorted(
         gone,
     ]
     sub = make_sub("s", "default", [{"clusterAffinity": {"matchLabels": {"env": "prod"}}}])
-    decision = schedule(default_framework(), sub, clusters, no_replicas)
+    decision = await schedule(default_framework(), sub, clusters, None, None)
     assert decision.failure is None
     assert decision.binding.binding_clusters == ["ns-a/mc", "ns-c/mc"]
     assert decision.binding.desired_releases == 2
@@ -131,17 +52,17 @@ def test_replication_binds_every_feasible_cluster_sorted(
     assert set(decision.scores) == {"ns-a/mc", "ns-c/mc"}
 
 
-def test_no_feasible_cluster_is_an_empty_binding_with_a_reason(
+async def test_no_feasible_cluster_is_an_empty_binding_with_a_reason(
     make_cluster: ClusterFactory, make_sub: SubscriptionFactory
 ) -> None:
     sub = make_sub("s", "default", [{"clusterAffinity": {"matchLabels": {"env": "prod"}}}])
-    decision = schedule(default_framework(), sub, [make_cluster("ns-a")], no_replicas)
+    decision = await schedule(default_framework(), sub, [make_cluster("ns-a")], None, None)
     assert decision.binding.binding_clusters == []
     assert decision.binding.desired_releases == 0
     assert decision.failure == "0/1 clusters are available: 1 cluster(s) didn't match cluster affinity."
 
 
-def test_static_dividing_reads_replicas_from_the_feeds_manifest(
+async def test_static_dividing_reads_replicas_from_the_feed_inventory(
     make_cluster: ClusterFactory, make_sub: SubscriptionFactory
 ) -> None:
     clusters = [make_cluster("ns-b", labels={"w": "2"}), make_cluster("ns-a", labels={"w": "1"})]
@@ -152,13 +73,13 @@ def test_static_dividing_reads_replicas_from_the_feeds_manifest(
         feeds=[WEB],
         schedulingStrategy="Dividing",
     )
-    manifests = FeedManifests()
-    with pytest.raises(ManifestMissingError, match="Deployment app/web"):
-        schedule(default_framework(), sub, clusters, manifests.desired_replicas)
-    manifests.update("clusternet-reserved.deployments.app.web", deployment_manifest(6))
-    decision = schedule(default_framework(), sub, clusters, manifests.desired_replicas)
+    finv = FeedInventory.new("s", "default", spec={"feeds": [{**WEB, "desiredReplicas": 6}]})
+    decision = await schedule(default_framework(), sub, clusters, finv, None)
     assert decision.binding.binding_clusters == ["ns-a/mc", "ns-b/mc"]
     assert decision.binding.replicas == {WEB_KEY: [2, 4]}
+    assert decision.unscheduled == {} and decision.predictions == {} and decision.preempted == []
+    without = await schedule(default_framework(), sub, clusters, None, None)
+    assert without.binding.replicas == {WEB_KEY: []}, "no FeedInventory: nothing known to divide"
 
 
 def test_feed_manifests_follow_changes_and_only_workloads_have_replicas() -> None:

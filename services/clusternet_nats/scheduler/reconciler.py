@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 import structlog
-from clusternet_nats.api.apps import Manifest, SchedulingStrategy, Subscription
+from clusternet_nats.api.apps import FeedInventory, Manifest, SchedulingStrategy, Subscription
 from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.labels import RESERVED_NAMESPACE
@@ -26,7 +26,6 @@ from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.scheduler.algorithm import schedule
 from clusternet_nats.scheduler.feeds import FeedManifests, ManifestMissingError
 from clusternet_nats.scheduler.framework import Framework
-from clusternet_nats.scheduler.strategies import UnsupportedStrategyError
 from clusternet_nats.store import BINDINGS_BUCKET, StatusStore
 from clusternet_nats.store.keys import namespace_filter
 
@@ -87,13 +86,11 @@ class SubscriptionScheduler:
                 log.info("binding.deleted", subscription=key)
             return
         try:
-            decision = schedule(self.framework, sub, self.clusters.values(), self.feeds.desired_replicas)
-        except UnsupportedStrategyError as err:
-            await self._warn(key, sub, FAILED_SCHEDULING, str(err), written=False)
-            return
+            finv = self._inventory(sub)
         except ManifestMissingError as err:
             await self._warn(key, sub, UNPARSEABLE_FEEDS, str(err), written=False)
             return
+        decision = await schedule(self.framework, sub, self.clusters.values(), finv, self.bindings.get(key))
         written = await self._write_if_changed(key, decision.binding)
         clusters = decision.binding.binding_clusters
         if decision.failure is not None:
@@ -105,6 +102,13 @@ class SubscriptionScheduler:
             await self.recorder.normal(
                 sub, SCHEDULED, f"Successfully bound {sub.namespace}/{sub.name} to {','.join(clusters)}"
             )
+
+    def _inventory(self, sub: Subscription) -> FeedInventory | None:
+        """Interim, until the FeedInventory objects are read: the feeds' replicas from their Manifests."""
+        if sub.spec.scheduling_strategy != SchedulingStrategy.DIVIDING:
+            return None
+        feeds = [{**feed.to_json_dict(), "desiredReplicas": self.feeds.desired_replicas(feed)} for feed in sub.spec.feeds]
+        return FeedInventory.new(sub.name, sub.namespace, spec={"feeds": feeds})
 
     async def _write_if_changed(self, key: str, binding: SubscriptionBinding) -> bool:
         if self.bindings.get(key) == binding:

@@ -22,14 +22,11 @@ from typing import Any, Protocol, runtime_checkable
 from clusternet_nats.api.apps import FeedInventory, Subscription
 from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.api.clusters import ManagedCluster
+from clusternet_nats.domain.dividing import FeedReplicas as FeedReplicas  # the arithmetic's types, re-exported
+from clusternet_nats.domain.dividing import TargetClusters as TargetClusters
 
 MAX_SCORE = 100
 """What a score plugin gives its best cluster (Clusternet's MaxClusterScore)."""
-
-FeedReplicas = list[int | None]
-"""Per feed of a FeedInventory (in `finv.spec.feeds` order), the replicas a cluster can still
-accept; None means no limit is known."""
-
 
 @dataclass(frozen=True)
 class Status:
@@ -58,16 +55,6 @@ class Status:
 
 
 SUCCESS = Status()
-
-
-@dataclass
-class TargetClusters:
-    """Clusternet's TargetClusters: the clusters bound and, per feed key, replicas in that order.
-
-    A feed key mapped to [] is a feed that is not divided (not a workload with replicas)."""
-
-    binding_clusters: list[str] = field(default_factory=list)
-    replicas: dict[str, list[int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -116,6 +103,13 @@ class CycleState:
     preempted: list[str] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
     """Plugin-private values, keyed by plugin name."""
+
+    def current_target(self) -> TargetClusters:
+        """The current binding as a placement to merge into (empty when there is none)."""
+        if self.current is None:
+            return TargetClusters()
+        replicas = {key: list(values) for key, values in self.current.replicas.items()}
+        return TargetClusters(list(self.current.binding_clusters), replicas)
 
     def cluster(self, key: str) -> ManagedCluster | None:
         return next((c for c in self.candidates if c.namespaced_name() == key), None)

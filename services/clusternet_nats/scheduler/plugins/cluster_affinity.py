@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from clusternet_nats.api.apps import Subscription
 from clusternet_nats.api.clusters import ManagedCluster
-from clusternet_nats.scheduler.framework import Status
+from clusternet_nats.scheduler.framework.interfaces import Status
 
 REASON = "cluster(s) didn't match cluster affinity"
 
 
-class ClusterAffinityFilter:
+def selected(sub: Subscription, cluster: ManagedCluster) -> bool:
+    """Some subscriber's clusterAffinity selects the cluster (Clusternet's candidate list)."""
+    labels = cluster.metadata.labels or {}
+    return any(subscriber.cluster_affinity.matches(labels) for subscriber in sub.spec.subscribers)
+
+
+class ClusterAffinity:
     name = "ClusterAffinity"
 
     def filter(self, sub: Subscription, cluster: ManagedCluster) -> Status:
-        labels = cluster.metadata.labels or {}
-        if any(subscriber.cluster_affinity.matches(labels) for subscriber in sub.spec.subscribers):
-            return Status()
-        return Status.unschedulable(self.name, REASON)
+        return Status() if selected(sub, cluster) else Status.unschedulable(self.name, REASON)

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from clusternet_nats.api.apps import Subscription
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.meta import Taint, TaintEffect, Toleration
-from clusternet_nats.scheduler.framework import MAX_SCORE, Status
+from clusternet_nats.domain.dividing import normalize_scores
+from clusternet_nats.scheduler.framework.interfaces import MAX_SCORE, Status
 
 NAME = "TaintToleration"
 _FILTERED = (TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE)
@@ -22,7 +23,9 @@ def _tolerated(taint: Taint, tolerations: Sequence[Toleration]) -> bool:
     return any(toleration.tolerates(taint) for toleration in tolerations)
 
 
-class TaintTolerationFilter:
+class TaintToleration:
+    """Filter, Score and NormalizeScore in one plugin, as Clusternet's."""
+
     name = NAME
 
     def filter(self, sub: Subscription, cluster: ManagedCluster) -> Status:
@@ -33,16 +36,12 @@ class TaintTolerationFilter:
                 return Status.unschedulable(self.name, reason)
         return Status()
 
-
-class TaintTolerationScore:
-    name = NAME
-
     def score(self, sub: Subscription, clusters: Sequence[ManagedCluster]) -> dict[str, int]:
-        """Fewer untolerated PreferNoSchedule taints score higher; the fewest score MAX_SCORE."""
+        """The raw score: how many PreferNoSchedule taints the Subscription does not tolerate."""
         tolerations = [
             t for t in sub.spec.cluster_tolerations or [] if t.effect in (None, "", TaintEffect.PREFER_NO_SCHEDULE)
         ]
-        counts = {
+        return {
             cluster.namespaced_name(): sum(
                 1
                 for taint in cluster.spec.taints or []
@@ -50,7 +49,7 @@ class TaintTolerationScore:
             )
             for cluster in clusters
         }
-        most = max(counts.values(), default=0)
-        if most == 0:
-            return dict.fromkeys(counts, MAX_SCORE)
-        return {name: MAX_SCORE - MAX_SCORE * count // most for name, count in counts.items()}
+
+    def normalize_score(self, sub: Subscription, scores: dict[str, int]) -> dict[str, int]:
+        """Fewer untolerated taints score higher; the fewest score MAX_SCORE."""
+        return normalize_scores(scores, MAX_SCORE, reverse=True)

@@ -1,0 +1,151 @@
+"""Scheduling profiles by name, built from the configuration and the plugin registry.
+
+A Subscription is scheduled by the profile its `spec.schedulerName` names ("default" unless it
+says otherwise); `for_subscription` answers None for a name no profile has, and the scheduler
+tells the Subscription so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from clusternet_nats.api.apps import Subscription
+from clusternet_nats.scheduler.config import (
+    DEFAULT_SCHEDULER_NAME,
+    EXTENSION_POINTS,
+    ConfigError,
+    PluginRef,
+    SchedulerConfiguration,
+    SchedulerProfile,
+    default_plugins,
+    merge_plugin_set,
+)
+from clusternet_nats.scheduler.framework import interfaces
+from clusternet_nats.scheduler.framework.registry import PluginContext, Registry
+from clusternet_nats.scheduler.framework.runtime import Framework, Plugins
+from clusternet_nats.scheduler.plugins.registry import in_tree_registry
+
+PROTOCOLS: dict[str, type] = {
+    "pre_filter": interfaces.PreFilterPlugin,
+    "filter": interfaces.FilterPlugin,
+    "post_filter": interfaces.PostFilterPlugin,
+    "pre_predict": interfaces.PrePredictPlugin,
+    "predict": interfaces.PredictPlugin,
+    "pre_score": interfaces.PreScorePlugin,
+    "score": interfaces.ScorePlugin,
+    "pre_assign": interfaces.PreAssignPlugin,
+    "assign": interfaces.AssignPlugin,
+    "post_assign": interfaces.PostAssignPlugin,
+    "reserve": interfaces.ReservePlugin,
+    "permit": interfaces.PermitPlugin,
+    "pre_bind": interfaces.PreBindPlugin,
+    "bind": interfaces.BindPlugin,
+    "post_bind": interfaces.PostBindPlugin,
+}
+assert set(PROTOCOLS) == set(EXTENSION_POINTS)
+
+
+def _camel(point: str) -> str:
+    head, *rest = point.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+class Profiles:
+    def __init__(self, frameworks: Mapping[str, Framework]) -> None:
+        self.frameworks = dict(frameworks)
+
+    def for_subscription(self, sub: Subscription) -> Framework | None:
+        return self.frameworks.get(sub.spec.scheduler_name)
+
+    def names(self) -> list[str]:
+        return list(self.frameworks)
+
+
+def build_profiles(
+    config: SchedulerConfiguration | None = None,
+    registry: Registry | None = None,
+    context: PluginContext | None = None,
+    source: str = "scheduler config",
+) -> Profiles:
+    """Every profile of `config` (default: Clusternet's one "default" profile) over `registry`
+    (default: the in-tree plugins). A default plugin that is not registered is left out (the
+    Predictor, in a scheduler built without one); anything the file names must exist."""
+    config = config or SchedulerConfiguration()
+    registry = registry or in_tree_registry()
+    context = context or PluginContext()
+    frameworks = {
+        profile.scheduler_name: _build(profile, f"profiles[{i}]", config, registry, context, source)
+        for i, profile in enumerate(config.profiles)
+    }
+    return Profiles(frameworks)
+
+
+def default_framework() -> Framework:
+    """Clusternet's default profile over the in-tree plugins."""
+    return build_profiles().frameworks[DEFAULT_SCHEDULER_NAME]
+
+
+def _build(
+    profile: SchedulerProfile,
+    where: str,
+    config: SchedulerConfiguration,
+    registry: Registry,
+    context: PluginContext,
+    source: str,
+) -> Framework:
+    args: dict[str, Mapping[str, Any]] = {}
+    for k, entry in enumerate(profile.plugin_config):
+        if entry.name not in registry:
+            raise ConfigError(f"{source}: {where}.pluginConfig[{k}].name: unknown plugin {entry.name!r}")
+        args[entry.name] = entry.args
+    instances: dict[str, interfaces.Plugin] = {}
+    plugins = Plugins()
+    defaults = default_plugins()
+    for point in EXTENSION_POINTS:
+        custom = getattr(profile.plugins, point)
+        custom_names = [p.name for p in custom.enabled]
+        for ref in merge_plugin_set(getattr(defaults, point), custom):
+            path = f"{where}.plugins.{_camel(point)}" + (
+                f".enabled[{custom_names.index(ref.name)}]" if ref.name in custom_names else " (default)"
+            )
+            if ref.name not in registry:
+                if ref.name not in custom_names:
+                    continue
+                known = ", ".join(registry.names())
+                raise ConfigError(f"{source}: {path}.name: unknown plugin {ref.name!r} (registered: {known})")
+            plugin = instances.get(ref.name) or _instantiate(ref, args, registry, context, source, where, profile)
+            instances[ref.name] = plugin
+            if not isinstance(plugin, PROTOCOLS[point]):
+                raise ConfigError(f"{source}: {path}.name: plugin {ref.name!r} has no {_camel(point)} extension point")
+            _add(plugins, point, plugin, ref)
+    return Framework(
+        plugins=plugins,
+        profile_name=profile.scheduler_name,
+        percentage_of_clusters_to_score=config.percentage_of_clusters_to_score,
+        handle=context.handle,
+    )
+
+
+def _instantiate(
+    ref: PluginRef,
+    args: Mapping[str, Mapping[str, Any]],
+    registry: Registry,
+    context: PluginContext,
+    source: str,
+    where: str,
+    profile: SchedulerProfile,
+) -> interfaces.Plugin:
+    try:
+        return registry.build(ref.name, args.get(ref.name, {}), context)
+    except (ValueError, TypeError) as err:
+        index = next((k for k, entry in enumerate(profile.plugin_config) if entry.name == ref.name), None)
+        field = f"{where}.pluginConfig[{index}].args" if index is not None else f"{where} plugin {ref.name!r}"
+        raise ConfigError(f"{source}: {field}: {err}") from None
+
+
+def _add(plugins: Plugins, point: str, plugin: interfaces.Plugin, ref: PluginRef) -> None:
+    if point == "score":
+        plugins.score.append((cast(interfaces.ScorePlugin, plugin), ref.weight or 1))
+    else:
+        getattr(plugins, point).append(plugin)
