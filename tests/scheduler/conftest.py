@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from clusternet_nats.api.apps import Subscription
+from clusternet_nats.api.apps import FeedInventory, Subscription
 from clusternet_nats.api.clusters import ManagedCluster
 
 
@@ -37,6 +37,22 @@ def build_subscription(
                 "feeds": feeds or [{"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "namespace": namespace}],
                 **spec,
             },
+        }
+    )
+
+
+def build_inventory(sub: Subscription, desired: list[int | None]) -> FeedInventory:
+    """The FeedInventory of a Subscription's feeds, as the FeedInventory controller writes it."""
+    feeds = [
+        {**feed.to_json_dict(), "desiredReplicas": replicas}
+        for feed, replicas in zip(sub.spec.feeds, desired, strict=True)
+    ]
+    return FeedInventory.model_validate(
+        {
+            "apiVersion": "apps.clusternet.io/v1alpha1",
+            "kind": "FeedInventory",
+            "metadata": {"name": sub.name, "namespace": sub.namespace},
+            "spec": {"feeds": feeds},
         }
     )
 

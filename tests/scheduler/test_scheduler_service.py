@@ -10,18 +10,19 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from clusternet_nats.api.apps import Manifest, Subscription
+from clusternet_nats.api.apps import FeedInventory, Subscription
 from clusternet_nats.api.binding import SubscriptionBinding, spec_hash
 from clusternet_nats.api.clusters import ManagedCluster
-from clusternet_nats.api.loader import parse_object
 from clusternet_nats.api.meta import Taint, Toleration
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.scheduler.service import build
 from clusternet_nats.store import BINDINGS_BUCKET, ObjectStore, StatusStore, list_events, object_key
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
-from clusternet_nats.testing.waiting import eventually
+from clusternet_nats.testing.waiting import eventually, holds
 from nats.js import JetStreamContext
+
+from tests.scheduler.conftest import build_inventory
 
 ClusterFactory = Callable[..., ManagedCluster]
 SubscriptionFactory = Callable[..., Subscription]
@@ -35,7 +36,7 @@ class Stores:
         self.js = js
         self.clusters: ObjectStore[ManagedCluster] = ObjectStore(js, by_kind("ManagedCluster"))
         self.subs: ObjectStore[Subscription] = ObjectStore(js, by_kind("Subscription"))
-        self.manifests: ObjectStore[Manifest] = ObjectStore(js, by_kind("Manifest"))
+        self.inventories: ObjectStore[FeedInventory] = ObjectStore(js, by_kind("FeedInventory"))
         self.bindings = StatusStore(js, BINDINGS_BUCKET, SubscriptionBinding)
 
     async def binding(self, sub: Subscription) -> SubscriptionBinding | None:
@@ -51,6 +52,18 @@ class Stores:
 
     async def unbound(self, sub: Subscription) -> bool:
         return await self.binding(sub) is None
+
+    async def unbound_clusters(self, sub: Subscription) -> bool:
+        binding = await self.binding(sub)
+        return binding is None or not binding.binding_clusters
+
+    async def draining(self, sub: Subscription) -> SubscriptionBinding | None:
+        binding = await self.binding(sub)
+        return binding if binding is not None and binding.draining_clusters else None
+
+    async def replicas(self, sub: Subscription, replicas: dict[str, list[int]]) -> bool:
+        binding = await self.binding(sub)
+        return binding is not None and binding.replicas == replicas
 
     async def events(self, sub: Subscription, reason: str) -> list[str]:
         found = await list_events(self.js, "Subscription", sub.namespace, sub.name)
@@ -123,30 +136,60 @@ async def test_unschedulable_subscription_is_told_once_and_bound_when_a_cluster_
     assert len(await hub.events(sub, "FailedScheduling")) == 1, "re-evaluating an unchanged failure tells no one"
 
 
-async def test_static_dividing_splits_replicas_by_weight_and_follows_the_manifest(
+async def test_static_dividing_splits_by_weight_follows_the_feed_inventory_and_keeps_its_place(
     nats_server: NatsServer, hub: Stores, unique_ns: str, make_cluster: ClusterFactory, make_sub: SubscriptionFactory
 ) -> None:
     for x, weight in (("a", "1"), ("b", "2")):
         await hub.clusters.create(make_cluster(f"{unique_ns}-{x}", labels={"test": unique_ns, "weight": weight}))
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": unique_ns}}
-    manifest = parse_object({**deployment, "spec": {"replicas": 6}})
-    assert isinstance(manifest, Manifest)
-    manifest = await hub.manifests.create(manifest)
     feed = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": unique_ns}
     subscribers = [{**selecting(unique_ns, weight=w)[0], "weight": int(w)} for w in ("1", "2")]
     sub = await hub.subs.create(
         make_sub("app", unique_ns, subscribers, feeds=[feed], schedulingStrategy="Dividing", dividingScheduling=STATIC)
     )
+    finv = await hub.inventories.create(build_inventory(sub, [6]))
     key = f"apps/v1/Deployment/{unique_ns}/web"
     async with running_service("clusternet-scheduler", build, nats_server.url):
         binding = await hub.wait_bound(sub, [f"{unique_ns}-a/mc", f"{unique_ns}-b/mc"])
         assert binding.replicas == {key: [2, 4]}
+        assert binding.condition is not None and binding.condition.reason == "Scheduled"
 
-        manifest.template["spec"]["replicas"] = 9
-        await hub.manifests.update(manifest)
+        finv.spec.feeds[0].desired_replicas = 9
+        await hub.inventories.update(finv)
+        await eventually(lambda: hub.replicas(sub, {key: [3, 6]}), 10, what="re-divided after the Deployment scaled")
 
-        async def divided_again() -> bool:
-            binding = await hub.binding(sub)
-            return binding is not None and binding.replicas == {key: [3, 6]}
+        # A cluster joining does not re-divide a Dividing Subscription (Clusternet's admit): only a
+        # spec or FeedInventory change does. A spec change then gives the new cluster its share.
+        await hub.clusters.create(make_cluster(f"{unique_ns}-c", labels={"test": unique_ns, "weight": "2"}))
+        await holds(lambda: hub.replicas(sub, {key: [3, 6]}), 1, "placed replicas stay where they are")
+        sub.spec.subscribers[0].weight = 2
+        sub = await hub.subs.update(sub)
+        binding = await hub.wait_bound(sub, [f"{unique_ns}-{x}/mc" for x in "abc"])
+        assert binding.replicas == {key: [3, 3, 3]}
 
-        await eventually(divided_again, 10, what="replicas re-divided after the Deployment was scaled")
+
+async def test_dividing_waits_for_its_feed_inventory_and_says_why(
+    nats_server: NatsServer, hub: Stores, unique_ns: str, make_cluster: ClusterFactory, make_sub: SubscriptionFactory
+) -> None:
+    await hub.clusters.create(make_cluster(f"{unique_ns}-a", labels={"test": unique_ns}))
+    feed = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": unique_ns}
+    subscribers = [{**selecting(unique_ns)[0], "weight": 1}]
+    sub = await hub.subs.create(
+        make_sub("app", unique_ns, subscribers, feeds=[feed], schedulingStrategy="Dividing", dividingScheduling=STATIC)
+    )
+    async with running_service("clusternet-scheduler", build, nats_server.url):
+        failed = await eventually(lambda: hub.events(sub, "FailedScheduling"), 10)
+        assert failed == [f"waiting for the FeedInventory {unique_ns}/app of the current feeds"]
+        binding = await hub.binding(sub)
+        assert binding is not None and binding.binding_clusters == [] and binding.spec_hash == 0
+        assert binding.condition is not None
+        assert (binding.condition.status, binding.condition.reason) == ("False", "WaitingForFeedInventory")
+
+        other = sub.model_copy(deep=True)
+        other.spec.feeds[0].name = "other"
+        await hub.inventories.create(build_inventory(other, [2]))
+        await holds(lambda: hub.unbound_clusters(sub), 1, "an inventory of other feeds is not used")
+        await hub.inventories.delete(unique_ns, "app")
+        await hub.inventories.create(build_inventory(sub, [2]))
+        binding = await hub.wait_bound(sub, [f"{unique_ns}-a/mc"])
+        assert binding.replicas == {f"apps/v1/Deployment/{unique_ns}/web": [2]}
+        assert binding.spec_hash == spec_hash(sub.spec)

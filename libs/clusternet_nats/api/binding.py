@@ -4,11 +4,16 @@ It is what Clusternet writes into the Subscription's status (bindingClusters, re
 specHash, desiredReleases). Keeping it in its own bucket means the scheduler and the deployer
 (which writes aggregatedStatuses and completedReleases) never compare-and-set the same key;
 the hub merges both into `status` when a user reads the Subscription.
+
+Beyond Clusternet's four fields it keeps what the scheduler knew when it decided, for users
+(`cnet get/describe subs`), all optional: the `Scheduled` condition (why not fully placed), the
+replicas no cluster had room for, the predictor's figures for the bound clusters, and the clusters
+kept only while a failover's replacement comes up (`draining_clusters`, see scheduler/failover.py).
 """
 
 import json
 
-from clusternet_nats.api.meta import Model
+from clusternet_nats.api.meta import Condition, Model
 from pydantic import Field
 
 
@@ -18,6 +23,13 @@ class SubscriptionBinding(Model):
     binding_clusters: list[str] = Field(default_factory=list)
     replicas: dict[str, list[int]] = Field(default_factory=dict)
     desired_releases: int = 0
+    condition: Condition | None = None
+    unscheduled_replicas: dict[str, int] = Field(default_factory=dict)
+    """Per feed key, the desired replicas no cluster had room for."""
+    predicted_replicas: dict[str, list[int | None]] = Field(default_factory=dict)
+    """Per feed key, what the predictor said each bound cluster can hold, in binding_clusters order."""
+    draining_clusters: list[str] = Field(default_factory=list)
+    """Bound clusters whose share has moved elsewhere, kept until the new placement is available."""
 
 
 def spec_hash(spec: Model) -> int:

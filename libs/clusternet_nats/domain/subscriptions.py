@@ -42,5 +42,10 @@ def with_binding(status: BaseModel, binding: SubscriptionBinding, obj: KubeObjec
         "replicas": binding.replicas,
         "spec_hash": binding.spec_hash,
         "desired_releases": binding.desired_releases,
+        # Our additions stay out of the status while empty, so it reads as Clusternet's.
+        "conditions": [binding.condition] if binding.condition is not None else None,
+        "unscheduled_replicas": binding.unscheduled_replicas or None,
+        "predicted_replicas": binding.predicted_replicas or None,
+        "draining_clusters": binding.draining_clusters or None,
     }
     return status.model_copy(update=update)

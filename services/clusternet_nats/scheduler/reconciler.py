@@ -1,40 +1,130 @@
-"""Keeps each Subscription's binding equal to what the scheduler would decide now.
+"""Keeps each Subscription's binding equal to what the scheduler decides, re-deciding only when
+something it depends on changed.
 
-Level-triggered: reconcile(key) reads the Subscription, the ManagedClusters and the Manifests
-from informer caches, decides, and writes the binding only if it differs from the stored one
-(compare-and-set on the cached revision; a conflict is retried by the work queue). A change to
-any cluster re-evaluates every Subscription, and a change to a workload's Manifest those that
-divide it, so the work done grows with changes, never with time.
+Level-triggered: reconcile(key) reads the Subscription, its FeedInventory, the ManagedClusters and
+the stored binding from informer caches, decides, and writes the binding only if it differs
+(compare-and-set on the cached revision; a conflict is retried by the queue). What is
+re-evaluated follows Clusternet's scheduler (pkg/scheduler/scheduler.go):
 
-Events tell humans what changed: `Scheduled` when a new binding is written, `FailedScheduling`
-(or `UnParseableFeeds`) when a Subscription cannot be placed, once per distinct message. After
-a restart a still-failing Subscription is told once more; nothing else is repeated.
+* a Subscription when its spec changes, its FeedInventory changes, or its binding is lost or
+  changed by someone else (our own writes echo back as no work);
+* the Subscriptions that select a cluster, or are bound to it, when it joins, leaves, or its
+  labels or taints change (`dependencies.py`: an index, so a cluster event costs the Subscriptions
+  it concerns, not the fleet); NotReady reaches us as the `unschedulable` taint;
+* Subscriptions with replicas that found no room, when a cluster they select gains or loses free
+  capacity past a threshold (`capacity.py`), not on every inventory write;
+* a Subscription failing over, when the deployer's status reports its replicas available.
+
+Replication is re-decided whenever it is re-evaluated (it only follows the feasible clusters).
+Dividing is re-divided, as Clusternet's `admit`, only when its specHash or FeedInventory changed,
+plus where we go further: a bound cluster lost (failover, `failover.py`), or replicas still
+unplaced. Otherwise replicas already placed stay where they are, so they do not flap.
+
+The queue is ordered by spec.priority, then time, and retries errors with backoff from 1 s to
+10 s, as Clusternet's scheduling queue. Events tell humans what changed: `Scheduled` for a new
+binding, `FailedScheduling` (once per distinct message) when a Subscription cannot be (fully)
+placed, `Preempted` to a Subscription that gave way to a higher-priority one, `FailingOver`
+when a lost cluster's share moves. The `Scheduled` condition in the binding says the same to
+`cnet get subs`.
 """
 
 from __future__ import annotations
 
-from typing import TypeVar
+from collections.abc import Iterable
+from datetime import UTC, datetime
 
 import structlog
-from clusternet_nats.api.apps import FeedInventory, Manifest, SchedulingStrategy, Subscription
-from clusternet_nats.api.binding import SubscriptionBinding
+from clusternet_nats.api.apps import (
+    FeedInventory,
+    FeedInventorySpec,
+    FeedOrder,
+    Manifest,
+    SchedulingStrategy,
+    Subscription,
+    SubscriptionStatus,
+)
+from clusternet_nats.api.binding import SubscriptionBinding, spec_hash
 from clusternet_nats.api.clusters import ManagedCluster
+from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
 from clusternet_nats.api.labels import RESERVED_NAMESPACE
-from clusternet_nats.api.meta import KubeObject
-from clusternet_nats.domain.feeds import Selector, feed_selector
+from clusternet_nats.api.meta import Condition, ConditionStatus
+from clusternet_nats.api.registry import KindInfo
+from clusternet_nats.domain.feeds import feed_key, feed_selector
 from clusternet_nats.runtime.service import ServiceContext
-from clusternet_nats.scheduler.algorithm import schedule
+from clusternet_nats.scheduler.algorithm import Decision, schedule
+from clusternet_nats.scheduler.capacity import CapacityTracker
+from clusternet_nats.scheduler.dependencies import Dependencies
+from clusternet_nats.scheduler.failover import available_replicas, replacement_available, with_draining, without
 from clusternet_nats.scheduler.feeds import FeedManifests, ManifestMissingError
 from clusternet_nats.scheduler.framework import Framework
+from clusternet_nats.scheduler.framework.interfaces import BoundSubscription, FeedReplicas
 from clusternet_nats.store import BINDINGS_BUCKET, StatusStore
-from clusternet_nats.store.keys import namespace_filter
+from clusternet_nats.store.keys import namespace_filter, object_key, split_key
 
 SCHEDULED = "Scheduled"
 FAILED_SCHEDULING = "FailedScheduling"
-UNPARSEABLE_FEEDS = "UnParseableFeeds"
+PREEMPTED = "Preempted"
+FAILING_OVER = "FailingOver"
 
-K = TypeVar("K", bound=KubeObject)
+# Reasons of the `Scheduled` condition.
+UNSCHEDULABLE = "Unschedulable"
+PARTIALLY_SCHEDULED = "PartiallyScheduled"
+WAITING_FOR_INVENTORY = "WaitingForFeedInventory"
+NO_PROFILE = "NoProfile"
+
+INITIAL_BACKOFF = 1.0
+"""Clusternet's DefaultInitialBackoffDuration; the queue doubles it up to 10 s."""
+
+SUBSCRIPTION_STATUS_BUCKET = KindInfo.of(Subscription).status_bucket or ""
+
 log = structlog.get_logger(__name__)
+
+
+def inventory_matches(finv: FeedInventory, sub: Subscription) -> bool:
+    """Whether the FeedInventory was made for the Subscription's current feeds (Clusternet compares them)."""
+    return [feed_key(order) for order in finv.spec.feeds] == [feed_key(feed) for feed in sub.spec.feeds]
+
+
+def feeds_changed(binding: SubscriptionBinding, finv: FeedInventory) -> bool:
+    """Clusternet's isFeedChanged: a feed not divided yet, or placed replicas that no longer sum to
+    the desired ones. Replicas kept on draining clusters are not counted."""
+    placed = without(binding, binding.draining_clusters)
+    if {feed_key(order) for order in finv.spec.feeds} != set(placed.replicas):
+        return True
+    for order in finv.spec.feeds:
+        shares = placed.replicas.get(feed_key(order), [])
+        if order.desired_replicas is not None and sum(shares) != order.desired_replicas:
+            return True
+    return False
+
+
+def scheduled_condition(status: bool, reason: str, message: str, before: Condition | None) -> Condition:
+    """The `Scheduled` condition, keeping its transition time while its status holds."""
+    value = ConditionStatus.TRUE if status else ConditionStatus.FALSE
+    since = before.last_transition_time if before is not None and before.status == value else datetime.now(UTC)
+    return Condition(type=SCHEDULED, status=value, reason=reason, message=message[:32768], last_transition_time=since)
+
+
+def predicted_by_feed(
+    clusters: list[str], finv: FeedInventory | None, predictions: dict[str, FeedReplicas]
+) -> dict[str, list[int | None]]:
+    """The predictor's answers (per cluster, per feed) as status shows replicas: per feed key of a
+    feed with replicas, one figure per bound cluster in bindingClusters order."""
+    if finv is None or not predictions:
+        return {}
+    return {
+        feed_key(order): [
+            answer[i] if (answer := predictions.get(cluster)) is not None and i < len(answer) else None
+            for cluster in clusters
+        ]
+        for i, order in enumerate(finv.spec.feeds)
+        if order.desired_replicas is not None
+    }
+
+
+def unplaced_message(unscheduled: dict[str, int]) -> str:
+    parts = [f"{count} replicas of {feed}" for feed, count in sorted(unscheduled.items()) if count]
+    return f"no cluster has room for {', '.join(parts)}"
 
 
 class SubscriptionScheduler:
@@ -43,84 +133,260 @@ class SubscriptionScheduler:
         self.recorder = ctx.recorder
         self.subscriptions = ctx.objects(Subscription)
         self.clusters = ctx.objects(ManagedCluster)
-        self.manifests = ctx.objects(Manifest, namespace_filter(RESERVED_NAMESPACE))
-        self.store = StatusStore(ctx.js, BINDINGS_BUCKET, SubscriptionBinding)
+        self.inventories = ctx.objects(FeedInventory)
+        self.node_inventories = ctx.records(NODE_INVENTORIES_BUCKET, NodeInventory)
+        self.statuses = ctx.records(SUBSCRIPTION_STATUS_BUCKET, SubscriptionStatus)
         self.bindings = ctx.records(BINDINGS_BUCKET, SubscriptionBinding)
-        self.feeds = FeedManifests()
+        self.store = StatusStore(ctx.js, BINDINGS_BUCKET, SubscriptionBinding)
+        self.dependencies = Dependencies()
+        self.capacity = CapacityTracker()
+        self._written: dict[str, SubscriptionBinding] = {}
         self._warned: dict[str, str] = {}
-        self.queue = ctx.queue("scheduler", self.reconcile, on_parked=self._parked)
-        self.subscriptions.add_handler(lambda key, _sub: self.queue.add(key))
-        self.bindings.add_handler(lambda key, _binding: self.queue.add(key))
+        self.queue = ctx.queue(
+            "scheduler", self.reconcile, on_parked=self._parked, priority=self._priority, base_delay=INITIAL_BACKOFF
+        )
+        self.subscriptions.add_handler(self._subscription_changed)
+        self.bindings.add_handler(self._binding_changed)
+        self.inventories.add_handler(lambda key, _finv: self._enqueue([key]))
         self.clusters.add_handler(self._cluster_changed)
+        self.manifests = ctx.objects(Manifest, namespace_filter(RESERVED_NAMESPACE))
+        self.feeds = FeedManifests()
         self.manifests.add_handler(self._manifest_changed)
+        self.node_inventories.add_handler(self._inventory_changed)
+        self.statuses.add_handler(self._status_changed)
 
     # -- what to re-evaluate -----------------------------------------------------------------
 
-    def _cluster_changed(self, _key: str, _cluster: ManagedCluster | None) -> None:
-        # While listing, every Subscription is being enqueued by its own informer anyway.
-        if self.clusters.synced:
-            for key in self.subscriptions.keys():  # noqa: SIM118 - an Informer, not a dict
+    def _priority(self, key: str) -> int:
+        sub = self.subscriptions.get(key)
+        return (sub.spec.priority or 0) if sub is not None else 0
+
+    def _enqueue(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            if self.subscriptions.get(key) is not None or self.bindings.get(key) is not None:
                 self.queue.add(key)
+
+    def _subscription_changed(self, key: str, sub: Subscription | None) -> None:
+        self.dependencies.subscription_changed(key, sub)
+        self.queue.add(key)
+
+    def _binding_changed(self, key: str, binding: SubscriptionBinding | None) -> None:
+        self.dependencies.binding_changed(key, binding)
+        if binding != self._written.get(key):
+            self.queue.add(key)
 
     def _manifest_changed(self, key: str, manifest: Manifest | None) -> None:
         changed = self.feeds.update(key, manifest)
         if self.manifests.synced:
-            for sub_key, sub in self.subscriptions.items():
-                if self._divides_any(sub, changed):
-                    self.queue.add(sub_key)
+            self._enqueue(
+                sub_key
+                for sub_key, sub in self.subscriptions.items()
+                if sub.spec.scheduling_strategy == SchedulingStrategy.DIVIDING
+                and any(feed_selector(feed) in changed for feed in sub.spec.feeds)
+            )
+
+    def _cluster_changed(self, key: str, cluster: ManagedCluster | None) -> None:
+        affected = self.dependencies.cluster_changed(self._cluster_name(key), cluster)
+        # While listing, every Subscription is being enqueued by its own informer anyway.
+        if self.clusters.synced:
+            self._enqueue(affected)
+
+    def _inventory_changed(self, key: str, inventory: NodeInventory | None) -> None:
+        cluster = self._cluster_name(key)
+        if self.capacity.changed(cluster, inventory) and self.node_inventories.synced:
+            self._enqueue(self.dependencies.capacity_changed(cluster))
+
+    def _status_changed(self, key: str, _status: SubscriptionStatus | None) -> None:
+        binding = self.bindings.get(key)
+        if binding is not None and binding.draining_clusters:
+            self.queue.add(key)
 
     @staticmethod
-    def _divides_any(sub: Subscription, feeds: set[Selector]) -> bool:
-        return sub.spec.scheduling_strategy == SchedulingStrategy.DIVIDING and any(
-            feed_selector(feed) in feeds for feed in sub.spec.feeds
-        )
+    def _cluster_name(key: str) -> str:
+        namespace, name = split_key(key, namespaced=True)
+        return f"{namespace}/{name}"
+
+    def bound_subscriptions(self) -> Iterable[BoundSubscription]:
+        """The scheduler's Handle: every Subscription with its binding, for preemption."""
+        for key, sub in self.subscriptions.items():
+            binding = self._binding_of(key, sub)
+            yield BoundSubscription(key=key, sub=sub, binding=binding, finv=self.inventories.get(key))
 
     # -- reconciling -------------------------------------------------------------------------
+
+    def _binding_of(self, key: str, sub: Subscription) -> SubscriptionBinding | None:
+        binding = self.bindings.get(key)
+        return binding if binding is not None and binding.subscription_uid == sub.metadata.uid else None
 
     async def reconcile(self, key: str) -> None:
         sub = self.subscriptions.get(key)
         if sub is None:
             self._warned.pop(key, None)
+            self._written.pop(key, None)
             if self.bindings.get(key) is not None:
                 await self.store.bucket.delete(key, self.bindings.revision(key))
                 log.info("binding.deleted", subscription=key)
             return
+        stored = self._binding_of(key, sub)
+        dividing = sub.spec.scheduling_strategy == SchedulingStrategy.DIVIDING
+        finv = self.inventories.get(key) or self._derived_inventory(sub)
+        if dividing and (finv is None or not inventory_matches(finv, sub)):
+            message = f"waiting for the FeedInventory {sub.namespaced_name()} of the current feeds"
+            await self._not_scheduled(key, sub, stored, WAITING_FOR_INVENTORY, message)
+            return
+        lost, gone = self._lost_clusters(sub, stored) if dividing else (set(), set())
+        draining = [c for c in stored.draining_clusters if c not in gone] if stored is not None else []
+        if dividing and not self._admit(sub, stored, finv, lost, draining):
+            return
+        current = without(stored, {*lost, *draining}) if stored is not None else None
+        decision = await self._decide(sub, finv, current)
+        binding = self._with_figures(decision.binding, decision.failure, stored, {}, finv, {})
+        if stored is not None and (keep := sorted({*lost - gone, *draining} - set(binding.binding_clusters))):
+            cluster_ids = {c.namespaced_name(): c.spec.cluster_id for c in self.clusters.values()}
+            available = available_replicas(self.statuses.get(key))
+            if not replacement_available(binding, cluster_ids, available):
+                binding = with_draining(binding, stored, keep)
+        written = await self._write(key, binding)
+        await self._tell(key, sub, binding, decision.failure, written, lost - gone)
+
+    def _derived_inventory(self, sub: Subscription) -> FeedInventory | None:
+        """Interim, until the FeedInventory controller writes them: one derived from the Manifests."""
         try:
-            finv = self._inventory(sub)
-        except ManifestMissingError as err:
-            await self._warn(key, sub, UNPARSEABLE_FEEDS, str(err), written=False)
-            return
-        decision = await schedule(self.framework, sub, self.clusters.values(), finv, self.bindings.get(key))
-        written = await self._write_if_changed(key, decision.binding)
-        clusters = decision.binding.binding_clusters
-        if decision.failure is not None:
-            await self._warn(key, sub, FAILED_SCHEDULING, decision.failure, written)
-            return
-        self._warned.pop(key, None)
-        if written:
-            log.info("binding.written", subscription=key, clusters=clusters, scores=decision.scores)
-            await self.recorder.normal(
-                sub, SCHEDULED, f"Successfully bound {sub.namespace}/{sub.name} to {','.join(clusters)}"
-            )
-
-    def _inventory(self, sub: Subscription) -> FeedInventory | None:
-        """Interim, until the FeedInventory objects are read: the feeds' replicas from their Manifests."""
-        if sub.spec.scheduling_strategy != SchedulingStrategy.DIVIDING:
+            desired = [self.feeds.desired_replicas(feed) for feed in sub.spec.feeds]
+        except ManifestMissingError:
             return None
-        feeds = [{**feed.to_json_dict(), "desiredReplicas": self.feeds.desired_replicas(feed)} for feed in sub.spec.feeds]
-        return FeedInventory.new(sub.name, sub.namespace, spec={"feeds": feeds})
+        orders = [
+            FeedOrder.model_validate({**feed.to_json_dict(), "desiredReplicas": replicas})
+            for feed, replicas in zip(sub.spec.feeds, desired, strict=True)
+        ]
+        return FeedInventory(
+            api_version=FeedInventory.api_version_string(),
+            kind=FeedInventory.KIND,
+            metadata=sub.metadata,
+            spec=FeedInventorySpec(feeds=orders),
+        )
 
-    async def _write_if_changed(self, key: str, binding: SubscriptionBinding) -> bool:
+    def _lost_clusters(self, sub: Subscription, stored: SubscriptionBinding | None) -> tuple[set[str], set[str]]:
+        """Bound clusters (not already draining) that are gone or can no longer be scheduled to,
+        and of those, the ones gone."""
+        if stored is None:
+            return set(), set()
+        lost, gone = set(), set()
+        for name in stored.binding_clusters:
+            if name in stored.draining_clusters:
+                continue
+            cluster = self.clusters.get(object_key(*name.split("/", 1)))
+            if cluster is None or cluster.metadata.deletion_timestamp is not None:
+                lost.add(name)
+                gone.add(name)
+            elif not self.framework.run_filters(sub, cluster).is_success:
+                lost.add(name)
+        return lost, gone
+
+    @staticmethod
+    def _admit(
+        sub: Subscription,
+        stored: SubscriptionBinding | None,
+        finv: FeedInventory | None,
+        lost: set[str],
+        draining: list[str],
+    ) -> bool:
+        """Whether a Dividing Subscription is to be divided again (Clusternet's admit, and more)."""
+        if stored is None or stored.spec_hash != spec_hash(sub.spec) or lost or draining:
+            return True
+        if stored.unscheduled_replicas or (stored.condition is not None and stored.condition.status != "True"):
+            return True
+        return finv is not None and feeds_changed(stored, finv)
+
+    async def _decide(
+        self, sub: Subscription, finv: FeedInventory | None, current: SubscriptionBinding | None
+    ) -> Decision:
+        """Interim, until the framework's async schedule(framework, sub, clusters, finv, current)."""
+        del current
+        desired = {} if finv is None else {feed_key(order): order.desired_replicas for order in finv.spec.feeds}
+        return schedule(self.framework, sub, self.clusters.values(), lambda feed: desired.get(feed_key(feed)))
+
+    @staticmethod
+    def _with_figures(
+        binding: SubscriptionBinding,
+        failure: str | None,
+        stored: SubscriptionBinding | None,
+        unscheduled: dict[str, int],
+        finv: FeedInventory | None,
+        predictions: dict[str, FeedReplicas],
+    ) -> SubscriptionBinding:
+        """The decision with what users are shown: the `Scheduled` condition, unplaced replicas and
+        the predictor's figures for the bound clusters."""
+        before = stored.condition if stored is not None else None
+        unscheduled = {feed: n for feed, n in unscheduled.items() if n}
+        if not binding.binding_clusters:
+            condition = scheduled_condition(False, UNSCHEDULABLE, failure or "no cluster is feasible", before)
+        elif unscheduled:
+            message = failure or unplaced_message(unscheduled)
+            condition = scheduled_condition(False, PARTIALLY_SCHEDULED, message, before)
+        else:
+            clusters = ",".join(binding.binding_clusters)
+            condition = scheduled_condition(True, SCHEDULED, f"bound to {clusters}", before)
+        return binding.model_copy(
+            update={
+                "condition": condition,
+                "unscheduled_replicas": unscheduled,
+                "predicted_replicas": predicted_by_feed(binding.binding_clusters, finv, predictions),
+            }
+        )
+
+    async def _write(self, key: str, binding: SubscriptionBinding) -> bool:
         if self.bindings.get(key) == binding:
+            self._written[key] = binding
             return False
         await self.store.put(key, binding, self.bindings.revision(key))
+        self._written[key] = binding
         return True
 
-    async def _warn(self, key: str, sub: Subscription, reason: str, message: str, written: bool) -> None:
+    async def _not_scheduled(
+        self, key: str, sub: Subscription, stored: SubscriptionBinding | None, reason: str, message: str
+    ) -> None:
+        """Says why in the binding's condition, keeping the decision made for an earlier spec
+        (the deployer goes on with it, as Clusternet's waits for the scheduler)."""
+        base = stored or SubscriptionBinding(subscription_uid=sub.metadata.uid or "", spec_hash=0)
+        before = base.condition
+        binding = base.model_copy(update={"condition": scheduled_condition(False, reason, message, before)})
+        written = await self._write(key, binding)
+        await self._warn(key, sub, message, written)
+
+    async def _tell(
+        self,
+        key: str,
+        sub: Subscription,
+        binding: SubscriptionBinding,
+        failure: str | None,
+        written: bool,
+        lost: set[str],
+    ) -> None:
+        condition = binding.condition
+        if condition is not None and condition.status != ConditionStatus.TRUE:
+            await self._warn(key, sub, failure or condition.message, written)
+        else:
+            self._warned.pop(key, None)
+        if not written:
+            return
+        if lost:
+            await self.recorder.normal(
+                sub,
+                FAILING_OVER,
+                f"moving the replicas of {', '.join(sorted(lost))} to other clusters; "
+                f"kept there until the new placement is available",
+            )
+        if binding.binding_clusters:
+            clusters = ",".join(binding.binding_clusters)
+            log.info("binding.written", subscription=key, clusters=clusters, draining=binding.draining_clusters)
+            await self.recorder.normal(sub, SCHEDULED, f"Successfully bound {sub.namespaced_name()} to {clusters}")
+
+    async def _warn(self, key: str, sub: Subscription, message: str, written: bool) -> None:
         if written or self._warned.get(key) != message:
-            log.info("subscription.unschedulable", subscription=key, reason=reason, detail=message)
+            log.info("subscription.unschedulable", subscription=key, detail=message)
             self._warned[key] = message
-            await self.recorder.warning(sub, reason, message)
+            await self.recorder.warning(sub, FAILED_SCHEDULING, message)
 
     async def _parked(self, key: str, err: BaseException) -> None:
         sub = self.subscriptions.get(key)

@@ -1,0 +1,135 @@
+"""Which Subscriptions a change concerns, so scheduling work grows with changes, not fleet size.
+
+A Subscription depends on the clusters its subscribers' clusterAffinity selects (a join, a leave,
+a label or taint change among them may change its placement), on the clusters it is bound to
+(their loss is a failover), and, while some of its replicas found no room, on the free capacity
+of the clusters it selects. Clusternet walks every Subscription's subscribers on each cluster
+event; here the selectors are indexed by the label pairs they require (`matchLabels`, and `In`
+expressions), so a cluster event looks up only the Subscriptions that could select it, then
+checks those. Selectors that require no label value (empty, `Exists`, `NotIn` only) are few and
+checked on every event.
+
+A cluster event counts only when what scheduling reads of the cluster changed (labels, taints,
+deletion), as Clusternet's handler skips updates that leave labels and taints alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clusternet_nats.api.apps import Subscription
+from clusternet_nats.api.binding import SubscriptionBinding
+from clusternet_nats.api.clusters import ManagedCluster
+from clusternet_nats.api.meta import LabelSelector, SelectorOperator, Taint
+from clusternet_nats.store.index import Index
+
+Pair = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class ClusterFacts:
+    """What scheduling reads of a ManagedCluster; a change elsewhere re-evaluates nothing."""
+
+    labels: tuple[Pair, ...]
+    taints: tuple[Taint, ...]
+    deleting: bool
+
+    @classmethod
+    def of(cls, cluster: ManagedCluster) -> ClusterFacts:
+        return cls(
+            labels=tuple(sorted((cluster.metadata.labels or {}).items())),
+            taints=tuple(cluster.spec.taints or ()),
+            deleting=cluster.metadata.deletion_timestamp is not None,
+        )
+
+
+def required_pairs(selector: LabelSelector) -> set[Pair] | None:
+    """Label pairs one of which any cluster the selector matches must carry; None: no such set."""
+    if selector.match_labels:
+        return {min(selector.match_labels.items())}
+    for req in selector.match_expressions or []:
+        if req.operator is SelectorOperator.IN:
+            return {(req.key, value) for value in req.values or []}
+    return None
+
+
+class Dependencies:
+    def __init__(self) -> None:
+        self._selectors: dict[str, list[LabelSelector]] = {}
+        self._by_pair: dict[Pair, set[str]] = {}
+        self._pairs_of: dict[str, set[Pair]] = {}
+        self._unindexed: set[str] = set()
+        self._bound: Index[SubscriptionBinding, str] = Index(
+            lambda binding: [*binding.binding_clusters, *binding.draining_clusters]
+        )
+        self._waiting_for_room: set[str] = set()
+        self._clusters: dict[str, ClusterFacts] = {}
+
+    # -- what each Subscription depends on -------------------------------------------------
+
+    def subscription_changed(self, key: str, sub: Subscription | None) -> None:
+        for pair in self._pairs_of.pop(key, set()):
+            subs = self._by_pair[pair]
+            subs.discard(key)
+            if not subs:
+                del self._by_pair[pair]
+        self._unindexed.discard(key)
+        self._selectors.pop(key, None)
+        if sub is None:
+            return
+        selectors = [s.cluster_affinity for s in sub.spec.subscribers]
+        self._selectors[key] = selectors
+        pairs: set[Pair] = set()
+        for selector in selectors:
+            required = required_pairs(selector)
+            if required is None:
+                self._unindexed.add(key)
+            else:
+                pairs |= required
+        self._pairs_of[key] = pairs
+        for pair in pairs:
+            self._by_pair.setdefault(pair, set()).add(key)
+
+    def binding_changed(self, key: str, binding: SubscriptionBinding | None) -> None:
+        self._bound.update(key, binding)
+        if binding is not None and binding.unscheduled_replicas:
+            self._waiting_for_room.add(key)
+        else:
+            self._waiting_for_room.discard(key)
+
+    # -- what a change concerns ------------------------------------------------------------
+
+    def cluster_changed(self, key: str, cluster: ManagedCluster | None) -> set[str]:
+        """The Subscriptions to re-evaluate; none when nothing scheduling reads has changed."""
+        old = self._clusters.pop(key, None)
+        new = ClusterFacts.of(cluster) if cluster is not None else None
+        if new is not None:
+            self._clusters[key] = new
+        if old == new:
+            return set()
+        affected = set(self._bound.keys_for(key))
+        for facts in (old, new):
+            if facts is not None:
+                affected |= self.selecting(dict(facts.labels))
+        return affected
+
+    def capacity_changed(self, key: str) -> set[str]:
+        """The Subscriptions with replicas that found no room and that select this cluster."""
+        facts = self._clusters.get(key)
+        if facts is None:
+            return set()
+        labels = dict(facts.labels)
+        return {sub for sub in self._waiting_for_room if self._selects(sub, labels)}
+
+    def selecting(self, labels: dict[str, str]) -> set[str]:
+        """Subscriptions some subscriber of which selects a cluster with these labels."""
+        candidates = set(self._unindexed)
+        for pair in labels.items():
+            candidates |= self._by_pair.get(pair, set())
+        return {sub for sub in candidates if self._selects(sub, labels)}
+
+    def bound_to(self, cluster: str) -> list[str]:
+        return self._bound.keys_for(cluster)
+
+    def _selects(self, sub: str, labels: dict[str, str]) -> bool:
+        return any(selector.matches(labels) for selector in self._selectors.get(sub, ()))
