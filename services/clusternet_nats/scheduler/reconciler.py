@@ -240,7 +240,9 @@ class SubscriptionScheduler:
             return
         current = without(stored, {*lost, *draining}) if stored is not None else None
         decision = await self._decide(sub, finv, current)
-        binding = self._with_figures(decision.binding, decision.failure, stored, {}, finv, {})
+        binding = self._with_figures(
+            decision.binding, decision.failure, stored, decision.unscheduled, finv, decision.predictions
+        )
         if stored is not None and (keep := sorted({*lost - gone, *draining} - set(binding.binding_clusters))):
             cluster_ids = {c.namespaced_name(): c.spec.cluster_id for c in self.clusters.values()}
             available = available_replicas(self.statuses.get(key))
@@ -301,10 +303,7 @@ class SubscriptionScheduler:
     async def _decide(
         self, sub: Subscription, finv: FeedInventory | None, current: SubscriptionBinding | None
     ) -> Decision:
-        """Interim, until the framework's async schedule(framework, sub, clusters, finv, current)."""
-        del current
-        desired = {} if finv is None else {feed_key(order): order.desired_replicas for order in finv.spec.feeds}
-        return schedule(self.framework, sub, self.clusters.values(), lambda feed: desired.get(feed_key(feed)))
+        return await schedule(self.framework, sub, self.clusters.values(), finv, current)
 
     @staticmethod
     def _with_figures(
