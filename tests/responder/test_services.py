@@ -8,7 +8,7 @@ import json
 
 import nats
 import pytest
-from clusternet_nats.agent.applier import Applier
+from clusternet_nats.agent.applier import DescriptionApplier
 from clusternet_nats.agent.backends.sim.cluster import SimCluster
 from clusternet_nats.agent.backends.sim.nodes import Sizing
 from clusternet_nats.agent.identity import ClusterIdentity
@@ -76,7 +76,7 @@ async def test_push_responder(nats_server: NatsServer, nc: NATS, monkeypatch: py
     identity = ClusterIdentity(new_cluster_id(), "edge")
     conn = Connection(nats_server.url, "agent")
     agent_nc = await conn.connect()
-    applier = Applier(SimCluster("edge", Sizing()))
+    applier = DescriptionApplier(SimCluster("edge", Sizing()))
     monkeypatch.setattr(applier, "remove", boom)
     pushes = PushResponder(ServiceContext("agent", CommonOptions(), conn, agent_nc), identity, applier)
     await pushes.responder.start()

@@ -51,7 +51,7 @@ def _decode_charts(raw: list[bytes]) -> tuple[list[HelmChart], list[str]]:
     return charts, failures
 
 
-class Applier:
+class DescriptionApplier:
     def __init__(self, backend: ClusterBackend) -> None:
         self.backend = backend
 

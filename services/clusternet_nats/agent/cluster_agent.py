@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import structlog
-from clusternet_nats.agent.applier import Applier
+from clusternet_nats.agent.applier import DescriptionApplier
 from clusternet_nats.agent.backends.base import ClusterBackend
 from clusternet_nats.agent.collector import DEFAULT_COLLECT_FREQUENCY, LabelAggregation, StatusCollector
 from clusternet_nats.agent.description_controller import DescriptionController
@@ -79,7 +79,7 @@ class ClusterAgent:
             if deployable_by_agent(self.identity.sync_mode, settings.app_pusher):
                 DescriptionController(self.ctx, self.identity, self.backend)
             if settings.app_pusher:
-                self.ctx.run_forever(PushResponder(self.ctx, self.identity, Applier(self.backend)).serve)
+                self.ctx.run_forever(PushResponder(self.ctx, self.identity, DescriptionApplier(self.backend)).serve)
             collector = StatusCollector(
                 self.backend,
                 settings.collect_frequency,

@@ -13,7 +13,7 @@ nothing else is.
 from __future__ import annotations
 
 import structlog
-from clusternet_nats.agent.applier import Applier
+from clusternet_nats.agent.applier import DescriptionApplier
 from clusternet_nats.agent.backends.base import ClusterBackend
 from clusternet_nats.agent.identity import ClusterIdentity
 from clusternet_nats.api.apps import Description, DescriptionPhase, DescriptionStatus
@@ -35,7 +35,7 @@ class DescriptionController:
         info = by_kind(Description.KIND)
         assert info.status_bucket is not None
         self.backend = backend
-        self.applier = Applier(backend)
+        self.applier = DescriptionApplier(backend)
         self.statuses: StatusStore[DescriptionStatus] = ctx.status_store(info.status_bucket, DescriptionStatus)
         self.informer = ctx.objects(Description, namespace_filter(identity.namespace))
         self.queue = ctx.queue("descriptions", self.reconcile)

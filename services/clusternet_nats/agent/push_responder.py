@@ -1,7 +1,7 @@
 """Serves the hub's pushes (Push, or Dual with AppPusher) on this cluster's own proxy subjects.
 
 The hub decides what to deploy and keeps `descriptions-status`; the agent only applies (or, on
-`prune`, removes what the hub no longer wants), with the same Applier the Pull path uses, and
+`prune`, removes what the hub no longer wants), with the same DescriptionApplier the Pull path uses, and
 replies with the outcome. One subscription serves both verbs and handles requests one at a time
 in arrival order, so two versions of one Description, or a push and a prune, never interleave.
 A request for another cluster's namespace is refused, whatever the subject permissions.
@@ -17,7 +17,7 @@ unexpected error with its text (the hub is trusted).
 from __future__ import annotations
 
 import structlog
-from clusternet_nats.agent.applier import Applier
+from clusternet_nats.agent.applier import DescriptionApplier
 from clusternet_nats.agent.identity import ClusterIdentity
 from clusternet_nats.api.push import APPLY, PRUNE, PruneRequest, PushReply, PushRequest
 from clusternet_nats.api.subjects import PROXY
@@ -32,7 +32,7 @@ log = structlog.get_logger(__name__)
 
 
 class PushResponder:
-    def __init__(self, ctx: ServiceContext, identity: ClusterIdentity, applier: Applier) -> None:
+    def __init__(self, ctx: ServiceContext, identity: ClusterIdentity, applier: DescriptionApplier) -> None:
         self.identity, self.applier = identity, applier
         subject = PROXY.filter(namespace=identity.namespace, name=identity.name)
         self.responder = Responder(ctx.nc, subject, self, name=f"the agent of cluster {identity.name}", trusted=True)
