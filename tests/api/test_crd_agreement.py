@@ -710,7 +710,10 @@ EXTRA_ENUMS = {
 }
 EXTRA_REQUIRED = {"ManagedCluster": {"spec"}, "ClusterRegistrationRequest": {"spec"}}
 # Optional fields we add where Clusternet says nothing (why a Subscription is not fully placed).
-EXTRA_FIELDS = {"Subscription.status": {"conditions", "unscheduledReplicas", "predictedReplicas", "drainingClusters"}}
+EXTRA_FIELDS = {
+    "Subscription.status": {"conditions", "unscheduledReplicas", "predictedReplicas", "drainingClusters"},
+    "FeedInventory.spec.feeds[].replicaRequirements": {"priorityClassName"},
+}
 INT_FORMATS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 

@@ -432,8 +432,10 @@ class ReplicaRequirements(Model):
     node_selector: dict[str, str] | None = None
     tolerations: list[Toleration] | None = None
     affinity: dict[str, Any] | None = None
-    """core/v1 Affinity, carried along uninterpreted."""
+    """core/v1 Affinity as written; the predictor reads its required node affinity."""
     resources: ResourceRequirements | None = None
+    priority_class_name: str | None = None
+    """The pod template's priorityClassName (Clusternet's ReplicaRequirements lacks it)."""
 
 
 class FeedOrder(Feed):
