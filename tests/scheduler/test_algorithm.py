@@ -7,13 +7,16 @@ test, and what Clusternet declares but never built (priority preemption).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from clusternet_nats.api.apps import FeedInventory, Subscription
 from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.api.clusters import ManagedCluster
+from clusternet_nats.api.loader import load_path
 from clusternet_nats.scheduler.algorithm import schedule
 from clusternet_nats.scheduler.framework.interfaces import BoundSubscription, FeedReplicas
 from clusternet_nats.scheduler.framework.runtime import Framework, Plugins
@@ -196,3 +199,30 @@ async def test_preemption_needs_priority_and_the_policy() -> None:
         decision = await schedule(framework(predictor, handle=others), sub, clusters, inventory(sub, 3), None)
         assert decision.preempted == []
         assert decision.unscheduled == {WEB_KEY: 2}
+
+
+EXAMPLES = Path(os.environ.get("CNET_COMPAT_DIR", Path(__file__).resolve().parents[3] / "shared" / "compat"))
+
+
+def example(path: str) -> Subscription:
+    (sub,) = [obj for obj in load_path(EXAMPLES / "clusternet-examples" / path) if isinstance(obj, Subscription)]
+    return sub
+
+
+async def test_clusternets_dynamic_dividing_example_divides_by_predicted_room() -> None:
+    sub = example("dynamic-dividing-scheduling/subscription.yaml")
+    clusters = [build_cluster(f"ns-{n}", labels={"clusters.clusternet.io/cluster-id": n}) for n in "abc"]
+    predictor = FixedPredictor({"ns-a/mc": [None, None, 3], "ns-b/mc": [None, None, 6], "ns-c/mc": [None, None, 9]})
+    decision = await schedule(framework(predictor), sub, clusters, inventory(sub, None, None, 6), None)
+    assert decision.binding.replicas["apps/v1/Deployment/qux/my-nginx"] == [1, 2, 3]
+    assert decision.binding.replicas["v1/Service/qux/my-nginx-svc"] == []
+
+
+async def test_clusternets_subgroup_example_picks_one_cluster_per_region_then_divides() -> None:
+    sub = example("scheduling-group/subscription-dynamic-dividing.yaml")
+    regions = {"a": "ap-shanghai", "b": "ap-shanghai", "c": "ap-beijing", "d": "ap-beijing"}
+    clusters = [build_cluster(f"ns-{n}", labels={"region": region}) for n, region in regions.items()]
+    room = {f"ns-{n}/mc": [None, None, 4 if n == "a" else 2] for n in regions}
+    decision = await schedule(framework(FixedPredictor(room)), sub, clusters, inventory(sub, None, None, 6), None)
+    assert decision.binding.binding_clusters == ["ns-a/mc", "ns-c/mc"]
+    assert decision.binding.replicas["apps/v1/Deployment/qux/my-nginx"] == [4, 2]
