@@ -193,3 +193,21 @@ async def test_dividing_waits_for_its_feed_inventory_and_says_why(
         binding = await hub.wait_bound(sub, [f"{unique_ns}-a/mc"])
         assert binding.replicas == {f"apps/v1/Deployment/{unique_ns}/web": [2]}
         assert binding.spec_hash == spec_hash(sub.spec)
+
+
+async def test_a_subscription_for_an_unknown_scheduler_is_told_so(
+    nats_server: NatsServer, hub: Stores, unique_ns: str, make_cluster: ClusterFactory, make_sub: SubscriptionFactory
+) -> None:
+    await hub.clusters.create(make_cluster(f"{unique_ns}-a", labels={"test": unique_ns}))
+    sub = await hub.subs.create(make_sub("app", unique_ns, selecting(unique_ns), schedulerName="elsewhere"))
+    async with running_service("clusternet-scheduler", build, nats_server.url):
+        failed = await eventually(lambda: hub.events(sub, "FailedScheduling"), 10)
+        assert failed == ["no profile named 'elsewhere' (profiles: default)"]
+        binding = await hub.binding(sub)
+        assert binding is not None and binding.condition is not None
+        assert (binding.binding_clusters, binding.condition.reason) == ([], "NoProfile")
+
+        sub.spec.scheduler_name = "default"
+        sub = await hub.subs.update(sub)
+        binding = await hub.wait_bound(sub, [f"{unique_ns}-a/mc"])
+        assert binding.condition is not None and binding.condition.status == "True"

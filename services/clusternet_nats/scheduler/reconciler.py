@@ -51,13 +51,14 @@ from clusternet_nats.api.meta import Condition, ConditionStatus
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.domain.feeds import feed_key, feed_selector
 from clusternet_nats.runtime.service import ServiceContext
-from clusternet_nats.scheduler.algorithm import Decision, schedule
+from clusternet_nats.scheduler.algorithm import schedule
 from clusternet_nats.scheduler.capacity import CapacityTracker
 from clusternet_nats.scheduler.dependencies import Dependencies
 from clusternet_nats.scheduler.failover import available_replicas, replacement_available, with_draining, without
 from clusternet_nats.scheduler.feeds import FeedManifests, ManifestMissingError
 from clusternet_nats.scheduler.framework import Framework
 from clusternet_nats.scheduler.framework.interfaces import BoundSubscription, FeedReplicas
+from clusternet_nats.scheduler.profiles import Profiles
 from clusternet_nats.store import BINDINGS_BUCKET, StatusStore
 from clusternet_nats.store.keys import namespace_filter, object_key, split_key
 
@@ -78,6 +79,10 @@ INITIAL_BACKOFF = 1.0
 SUBSCRIPTION_STATUS_BUCKET = KindInfo.of(Subscription).status_bucket or ""
 
 log = structlog.get_logger(__name__)
+
+
+class BindError(RuntimeError):
+    """The bind cycle refused or failed; the queue retries with backoff."""
 
 
 def inventory_matches(finv: FeedInventory, sub: Subscription) -> bool:
@@ -128,8 +133,8 @@ def unplaced_message(unscheduled: dict[str, int]) -> str:
 
 
 class SubscriptionScheduler:
-    def __init__(self, ctx: ServiceContext, framework: Framework) -> None:
-        self.framework = framework
+    def __init__(self, ctx: ServiceContext, profiles: Profiles) -> None:
+        self.profiles = profiles
         self.recorder = ctx.recorder
         self.subscriptions = ctx.objects(Subscription)
         self.clusters = ctx.objects(ManagedCluster)
@@ -228,18 +233,23 @@ class SubscriptionScheduler:
                 log.info("binding.deleted", subscription=key)
             return
         stored = self._binding_of(key, sub)
+        framework = self.profiles.for_subscription(sub)
+        if framework is None:
+            message = f"no profile named {sub.spec.scheduler_name!r} (profiles: {', '.join(self.profiles.names())})"
+            await self._not_scheduled(key, sub, stored, NO_PROFILE, message)
+            return
         dividing = sub.spec.scheduling_strategy == SchedulingStrategy.DIVIDING
         finv = self.inventories.get(key) or self._derived_inventory(sub)
         if dividing and (finv is None or not inventory_matches(finv, sub)):
             message = f"waiting for the FeedInventory {sub.namespaced_name()} of the current feeds"
             await self._not_scheduled(key, sub, stored, WAITING_FOR_INVENTORY, message)
             return
-        lost, gone = self._lost_clusters(sub, stored) if dividing else (set(), set())
+        lost, gone = self._lost_clusters(framework, sub, stored) if dividing else (set(), set())
         draining = [c for c in stored.draining_clusters if c not in gone] if stored is not None else []
         if dividing and not self._admit(sub, stored, finv, lost, draining):
             return
         current = without(stored, {*lost, *draining}) if stored is not None else None
-        decision = await self._decide(sub, finv, current)
+        decision = await schedule(framework, sub, self.clusters.values(), finv, current)
         binding = self._with_figures(
             decision.binding, decision.failure, stored, decision.unscheduled, finv, decision.predictions
         )
@@ -248,8 +258,12 @@ class SubscriptionScheduler:
             available = available_replicas(self.statuses.get(key))
             if not replacement_available(binding, cluster_ids, available):
                 binding = with_draining(binding, stored, keep)
-        written = await self._write(key, binding)
-        await self._tell(key, sub, binding, decision.failure, written, lost - gone)
+        changed = self.bindings.get(key) != binding
+        bound = await framework.run_bind_cycle(sub, binding, self)
+        if not bound.is_success:
+            raise BindError(f"binding {key} not written: {bound.message}")
+        await self._tell(key, sub, binding, decision.failure, changed, lost - gone)
+        await self._preempted(sub, decision.preempted)
 
     def _derived_inventory(self, sub: Subscription) -> FeedInventory | None:
         """Interim, until the FeedInventory controller writes them: one derived from the Manifests."""
@@ -268,7 +282,9 @@ class SubscriptionScheduler:
             spec=FeedInventorySpec(feeds=orders),
         )
 
-    def _lost_clusters(self, sub: Subscription, stored: SubscriptionBinding | None) -> tuple[set[str], set[str]]:
+    def _lost_clusters(
+        self, framework: Framework, sub: Subscription, stored: SubscriptionBinding | None
+    ) -> tuple[set[str], set[str]]:
         """Bound clusters (not already draining) that are gone or can no longer be scheduled to,
         and of those, the ones gone."""
         if stored is None:
@@ -281,7 +297,7 @@ class SubscriptionScheduler:
             if cluster is None or cluster.metadata.deletion_timestamp is not None:
                 lost.add(name)
                 gone.add(name)
-            elif not self.framework.run_filters(sub, cluster).is_success:
+            elif not framework.run_filters(sub, cluster).is_success:
                 lost.add(name)
         return lost, gone
 
@@ -299,11 +315,6 @@ class SubscriptionScheduler:
         if stored.unscheduled_replicas or (stored.condition is not None and stored.condition.status != "True"):
             return True
         return finv is not None and feeds_changed(stored, finv)
-
-    async def _decide(
-        self, sub: Subscription, finv: FeedInventory | None, current: SubscriptionBinding | None
-    ) -> Decision:
-        return await schedule(self.framework, sub, self.clusters.values(), finv, current)
 
     @staticmethod
     def _with_figures(
@@ -333,6 +344,21 @@ class SubscriptionScheduler:
                 "predicted_replicas": predicted_by_feed(binding.binding_clusters, finv, predictions),
             }
         )
+
+    async def write_binding(self, sub: Subscription, binding: SubscriptionBinding) -> bool:
+        """The Binder the framework's Bind plugins write through."""
+        return await self._write(object_key(sub.namespace, sub.name), binding)
+
+    async def _preempted(self, sub: Subscription, victims: list[str]) -> None:
+        for victim_key in victims:
+            victim = self.subscriptions.get(victim_key)
+            if victim is None:
+                continue
+            self.queue.add(victim_key)
+            priority = sub.spec.priority or 0
+            await self.recorder.normal(
+                victim, PREEMPTED, f"preempted by {sub.namespaced_name()} (priority {priority}): rescheduling"
+            )
 
     async def _write(self, key: str, binding: SubscriptionBinding) -> bool:
         if self.bindings.get(key) == binding:

@@ -3,7 +3,7 @@
 from collections.abc import Iterable
 
 from clusternet_nats.runtime.service import Builder, ServiceContext
-from clusternet_nats.scheduler.config import DEFAULT_SCHEDULER_NAME, SchedulerConfiguration
+from clusternet_nats.scheduler.config import SchedulerConfiguration
 from clusternet_nats.scheduler.framework.interfaces import EMPTY_HANDLE, BoundSubscription, Handle
 from clusternet_nats.scheduler.framework.registry import PluginContext
 from clusternet_nats.scheduler.profiles import build_profiles
@@ -25,7 +25,7 @@ def builder(config: SchedulerConfiguration, source: str) -> Builder:
     async def build(ctx: ServiceContext) -> None:
         handle = _ReconcilerHandle()
         profiles = build_profiles(config, context=PluginContext(handle=handle, service=ctx), source=source)
-        handle.target = SubscriptionScheduler(ctx, profiles.frameworks[DEFAULT_SCHEDULER_NAME])
+        handle.target = SubscriptionScheduler(ctx, profiles)
 
     return build
 
