@@ -11,13 +11,14 @@ import pytest
 from clusternet_nats.api.apps import Subscription
 from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.api.clusters import ManagedCluster
-from clusternet_nats.scheduler.__main__ import read_config
+from clusternet_nats.scheduler.__main__ import app, read_config
 from clusternet_nats.scheduler.algorithm import schedule
 from clusternet_nats.scheduler.config import ConfigError, parse_config
 from clusternet_nats.scheduler.framework.interfaces import SUCCESS, Plugin, Status
 from clusternet_nats.scheduler.framework.registry import PluginContext, Registry, RegistryError
 from clusternet_nats.scheduler.plugins.registry import in_tree_registry
 from clusternet_nats.scheduler.profiles import build_profiles
+from typer.testing import CliRunner
 
 from tests.scheduler.conftest import build_cluster, build_subscription
 
@@ -214,3 +215,11 @@ async def test_the_bind_cycle_runs_in_order_and_unreserves_on_failure(permit: bo
         assert status.reasons == ("not now",)
         assert store.written == []
         assert recorder.calls == ["reserve", "permit", "unreserve"]
+
+
+def test_the_scheduler_command_refuses_a_bad_config_naming_the_field(tmp_path: Path) -> None:
+    path = tmp_path / "sched.yaml"
+    path.write_text("profiles: [{schedulerName: a, plugins: {score: {enabled: [{name: X, weight: -1}]}}}]")
+    result = CliRunner().invoke(app, ["--config", str(path)], env={"COLUMNS": "400"})
+    assert result.exit_code == 2
+    assert "profiles[0].plugins.score.enabled[0].weight" in " ".join(result.output.split())
