@@ -15,6 +15,7 @@ from aiohttp import web
 from clusternet_nats.hub.app import make_app
 from clusternet_nats.hub.auth.options import Security, SecurityOptions
 from clusternet_nats.hub.clusterhealth import ClusterHealth
+from clusternet_nats.hub.feedinventory import FeedInventoryController
 from clusternet_nats.runtime.service import ServiceContext
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
@@ -76,6 +77,7 @@ async def build(
     let only `system:masters` in (with no authenticator configured, nobody)."""
     server = HubServer(ctx, listen, security or SecurityOptions())
     ClusterHealth(ctx)
+    FeedInventoryController(ctx)
     await server.start()
     ctx.run_forever(server.serve_until_cancelled)
     return server
