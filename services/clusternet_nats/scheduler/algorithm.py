@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from clusternet_nats.api.apps import FeedInventory, SchedulingStrategy, Subscription
 from clusternet_nats.api.binding import SubscriptionBinding, spec_hash
@@ -102,20 +102,19 @@ async def _assign(framework: Framework, state: CycleState, selected: TargetClust
     target, status = framework.run_assign(state, selected)
     if status.reasons:
         return _kept(state, status.message)
-    if state.unscheduled and framework.plugins.post_filter:
-        room = {key: list(values) for key, values in state.predictions.items()}
-        if framework.run_post_filter(state).is_success:
-            shortfall, state.unscheduled = state.unscheduled, {}
-            target, status = framework.run_assign(state, selected)
-            if status.reasons:
-                return _kept(state, status.message)
-            state.data["predicted_before_preemption"] = room
-            if state.unscheduled == shortfall:
-                state.preempted.clear()
+    predicted = {key: list(values) for key, values in state.predictions.items()}
+    if state.unscheduled and framework.plugins.post_filter and framework.run_post_filter(state).is_success:
+        shortfall, state.unscheduled = state.unscheduled, {}
+        target, status = framework.run_assign(state, selected)
+        if status.reasons:
+            return _kept(state, status.message)
+        if state.unscheduled == shortfall:
+            state.preempted.clear()
     status = framework.run_post_assign(state, target)
     if status.reasons:
         return _kept(state, status.message)
-    return _decided(state, target)
+    decision = _decided(state, target)
+    return replace(decision, predictions=predicted)
 
 
 def _key(cluster: ManagedCluster) -> str:
@@ -168,7 +167,7 @@ def _decision(state: CycleState, binding: SubscriptionBinding, failure: str | No
         failure=failure,
         scores=dict(state.scores),
         unscheduled=dict(state.unscheduled),
-        predictions=state.data.get("predicted_before_preemption", state.predictions),
+        predictions=state.predictions,
         preempted=list(state.preempted),
     )
 

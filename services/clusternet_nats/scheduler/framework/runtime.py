@@ -92,31 +92,20 @@ class Plugins:
 
 
 class Framework:
+    """One profile: its plugins, and what they may read beyond the Subscription (`handle`)."""
+
     def __init__(
         self,
-        filters: Sequence[FilterPlugin] = (),
-        scorers: Sequence[tuple[ScorePlugin, int]] = (),
-        *,
         plugins: Plugins | None = None,
+        *,
         profile_name: str = "default",
         percentage_of_clusters_to_score: int = 0,
         handle: Handle = EMPTY_HANDLE,
     ) -> None:
         self.plugins = plugins or Plugins()
-        self.plugins.filter.extend(filters)
-        self.plugins.score.extend(scorers)
         self.profile_name = profile_name
         self.percentage_of_clusters_to_score = percentage_of_clusters_to_score
         self.handle = handle
-
-    # kept as attributes for callers that only filter and score
-    @property
-    def filters(self) -> list[FilterPlugin]:
-        return self.plugins.filter
-
-    @property
-    def scorers(self) -> list[tuple[ScorePlugin, int]]:
-        return self.plugins.score
 
     # -- filtering ---------------------------------------------------------------------------
 
