@@ -52,7 +52,7 @@ async def test_apply_get_describe_delete(cnet: Cnet, js: JetStreamContext, uniqu
 
     result = await cnet("get", "subs", "-A")
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[0].split() == ["NAMESPACE", "NAME", "AGE"]
+    assert result.output.splitlines()[0].split() == ["NAMESPACE", "NAME", "SCHEDULED", "REASON", "AGE"]
     assert [unique_ns, "app-demo"] in [line.split()[:2] for line in result.output.splitlines()]
 
     result = await cnet("get", "subs", "app-demo", "-n", unique_ns, "-o", "json")

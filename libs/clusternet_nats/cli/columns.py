@@ -2,9 +2,11 @@
 
 The columns come from `api.printer_columns`, the table the generated CRDs also use, so `cnet get`
 and `kubectl get` against the bridge's parent show the same; columns with a priority appear only
-with `-o wide`, as in kubectl. Subscriptions have no printer columns in Clusternet; their wide
-view adds what people ask first: how they are scheduled, onto how many clusters, and how far the
-rollout got (computed values a JSONPath column cannot express).
+with `-o wide`, as in kubectl. Subscriptions have only AGE in Clusternet's CRD, which we keep as
+it is; `cnet get` adds before it whether the scheduler placed every replica and, if not, why (our
+`Scheduled` condition), and its wide view what people ask next: the scheduler's message, how they
+are scheduled, onto how many clusters, how many replicas found no room, and how far the rollout
+got (computed values a JSONPath column cannot express).
 """
 
 from __future__ import annotations
@@ -47,14 +49,29 @@ def _releases(obj: Object, _: datetime) -> str:
     return f"{status.get('completedReleases') or 0}/{status.get('desiredReleases') or 0}"
 
 
+def _unscheduled(obj: Object, _: datetime) -> str:
+    return str(sum(((obj.get("status") or {}).get("unscheduledReplicas") or {}).values()))
+
+
 def _strategy(obj: Object, _: datetime) -> str:
     return str((obj.get("spec") or {}).get("schedulingStrategy") or "")
 
 
+def _scheduled(field: str) -> Callable[[Object, datetime], str]:
+    condition = PrinterColumn(field.upper(), f".status.conditions[?(@.type=='Scheduled')].{field}")
+    return lambda obj, _now: str(condition.value(obj) or "")
+
+
+LEADING_EXTRAS: dict[str, list[Column]] = {
+    "Subscription": [Column("SCHEDULED", _scheduled("status")), Column("REASON", _scheduled("reason"))],
+}
+
 WIDE_EXTRAS: dict[str, list[Column]] = {
     "Subscription": [
+        Column("MESSAGE", _scheduled("message"), wide_only=True),
         Column("STRATEGY", _strategy, wide_only=True),
         Column("BINDINGS", _bindings, wide_only=True),
+        Column("UNSCHEDULED", _unscheduled, wide_only=True),
         Column("COMPLETED/DESIRED", _releases, wide_only=True),
     ],
 }
@@ -62,7 +79,7 @@ WIDE_EXTRAS: dict[str, list[Column]] = {
 
 def columns_for(kind: str, wide: bool) -> list[Column]:
     """The columns after NAME (and NAMESPACE); every kind has at least AGE."""
-    columns = [Column.of(c) for c in table_columns(kind)] + WIDE_EXTRAS.get(kind, [])
+    columns = LEADING_EXTRAS.get(kind, []) + [Column.of(c) for c in table_columns(kind)] + WIDE_EXTRAS.get(kind, [])
     return [c for c in columns if wide or not c.wide_only]
 
 

@@ -7,6 +7,7 @@ nested by indentation, as `kubectl describe` does for CRDs, so the output reads 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -84,6 +85,61 @@ def events_table(events: list[Object], now: datetime) -> str:
     return "Events:\n" + render_table(headers, [underline, *rows], indent=_INDENT)
 
 
+def _available(status: Object, feed: str, clusters: list[str]) -> dict[str, str]:
+    """Per bound cluster, the available replicas the deployer aggregated for one feed key."""
+    for aggregated in status.get("aggregatedStatuses") or []:
+        parts = [aggregated.get(k) for k in ("apiVersion", "kind", "namespace", "name")]
+        if "/".join(str(p) for p in parts if p) != feed:
+            continue
+        details = aggregated.get("feedStatusDetails") or []
+        # The deployer lists them in bindingClusters order; by cluster name when some are missing.
+        pairs: Iterable[tuple[str, Object]]
+        if len(details) == len(clusters):
+            pairs = zip(clusters, details, strict=True)
+        else:
+            by_name = {str(d.get("clusterName", "")): d for d in details}
+            pairs = ((c, by_name[c.rsplit("/", 1)[-1]]) for c in clusters if c.rsplit("/", 1)[-1] in by_name)
+        return {c: str((d.get("replicaStatus") or {}).get("availableReplicas") or 0) for c, d in pairs}
+    return {}
+
+
+def placement(obj: Object) -> list[str]:
+    """A Subscription's placement per cluster and feed: the replicas the scheduler gave, what the
+    predictor said the cluster can hold, and what the cluster reports available; then what found
+    no room. Status holds these as lists in bindingClusters order, hard to read by eye."""
+    status = obj.get("status") or {}
+    clusters = [str(c) for c in status.get("bindingClusters") or []]
+    replicas, predicted = status.get("replicas") or {}, status.get("predictedReplicas") or {}
+    draining = set(status.get("drainingClusters") or [])
+    rows = []
+    for feed, shares in sorted(replicas.items()):
+        if not shares:
+            continue
+        available = _available(status, feed, clusters)
+        figures = predicted.get(feed) or []
+        for i, cluster in enumerate(clusters):
+            room = figures[i] if i < len(figures) else None
+            rows.append(
+                [
+                    cluster + (" (draining)" if cluster in draining else ""),
+                    feed,
+                    _scalar(shares[i] if i < len(shares) else None),
+                    "<unknown>" if room is None else str(room),
+                    available.get(cluster, "<none>"),
+                ]
+            )
+    unscheduled = {feed: n for feed, n in (status.get("unscheduledReplicas") or {}).items() if n}
+    if not rows and not unscheduled:
+        return []
+    lines = ["Placement:"]
+    if rows:
+        headers = ["Cluster", "Feed", "Replicas", "Predicted", "Available"]
+        underline = ["-" * len(h) for h in headers]
+        lines.append(render_table(headers, [underline, *rows], indent=_INDENT))
+    lines += [f"{_INDENT}Unscheduled: {n} of {feed}" for feed, n in sorted(unscheduled.items())]
+    return lines
+
+
 def describe(obj: Object, events: list[Object], now: datetime) -> str:
     meta = obj.get("metadata") or {}
     lines = [f"{'Name:':<14}{meta.get('name', '')}"]
@@ -96,5 +152,7 @@ def describe(obj: Object, events: list[Object], now: datetime) -> str:
     rest_of_meta = {k: v for k, v in meta.items() if k not in _SHOWN_META}
     body = {"metadata": rest_of_meta} | {k: v for k, v in obj.items() if k not in _TOP}
     lines += _mapping(body, 0)
+    if obj.get("kind") == "Subscription":
+        lines += placement(obj)
     lines.append(events_table(events, now))
     return "\n".join(lines)
