@@ -358,3 +358,9 @@ def test_dynamic_assigner_names_a_bad_topology_field() -> None:
         "dividingScheduling.dynamicDividing.topologySpreadConstraints[0].whenUnsatisfiable: "
         "must be DoNotSchedule or ScheduleAnyway",
     )
+
+
+def test_an_answer_missing_the_feed_counts_as_no_answer() -> None:
+    sub = build_subscription("s", "default", [{"clusterAffinity": {}}], feeds=[deployment("f1")], **DYNAMIC)
+    state, selected = dynamic_state(sub, [4], {"c1": [], "c2": [10]}, None, clusters("c1", "c2"))
+    assert run_dynamic(state, selected) == TargetClusters([key("c2")], {F1: [4]})

@@ -118,9 +118,9 @@ class DynamicAssigner:
             deviation = order.desired_replicas - sum(held.values())
             plan: FeedPlan | None = None
             if key not in scheduled or deviation > 0:
-                available = {
-                    c: state.predictions[c][index] for c in selected.binding_clusters if c in state.predictions
-                }
+                # an answer without this feed counts as no answer for the cluster
+                answered = [c for c in selected.binding_clusters if len(state.predictions.get(c, ())) > index]
+                available = {c: state.predictions[c][index] for c in answered}
                 plan = plan_scale_up(deviation, held, available, rules)
             elif deviation < 0:
                 plan = plan_scale_down(deviation, held, rules.binpack)
