@@ -104,6 +104,8 @@ def test_a_name_registers_once() -> None:
     ("text", "message"),
     [
         ("profiles: [{schedulerName: a}, {schedulerName: a}]", "profiles[1].schedulerName: duplicate 'a'"),
+        # validation_test.go: a profile needs a schedulerName
+        ("profiles: [{schedulerName: ''}]", "profiles[0].schedulerName: String should have at least 1 character"),
         ("profiles: []", "profiles: List should have at least 1 item"),
         ("profiles: [{schedulerName: a, plugins: {filtre: {}}}]", "profiles[0].plugins.filtre: Extra inputs"),
         (
