@@ -75,3 +75,27 @@ def test_bound_subscriptions_follow_their_clusters_and_waiting_ones_follow_capac
     assert deps.capacity_changed("unknown/mc") == set()
     deps.binding_changed("ns.s", binding)
     assert deps.capacity_changed("c1/mc") == set(), "placed in full: capacity no longer matters"
+
+
+def test_candidates_are_the_clusters_a_subscription_could_select(
+    make_cluster: ClusterFactory, make_sub: SubscriptionFactory
+) -> None:
+    deps = Dependencies()
+    for name, env in (("a", "prod"), ("b", "prod"), ("c", "dev"), ("d", "qa")):
+        deps.cluster_changed(f"{name}/mc", make_cluster(name, labels={"env": env, "zone": name}))
+    deps.subscription_changed("ns.prod", make_sub("prod", "ns", affinity(matchLabels={"env": "prod", "zone": "a"})))
+    deps.subscription_changed(
+        "ns.in",
+        make_sub("in", "ns", affinity(matchExpressions=[{"key": "env", "operator": "In", "values": ["dev", "qa"]}])),
+    )
+    not_in = [{"key": "env", "operator": "NotIn", "values": ["x"]}]
+    deps.subscription_changed("ns.any", make_sub("any", "ns", affinity(matchExpressions=not_in)))
+    assert deps.candidates("ns.prod") == {"a/mc", "b/mc"}, "a superset of what it selects: one required pair's"
+    assert deps.candidates("ns.in") == {"c/mc", "d/mc"}
+    assert deps.candidates("ns.any") is None, "no label value required: every cluster"
+    assert deps.candidates("ns.unknown") is None
+
+    deps.cluster_changed("a/mc", make_cluster("a", labels={"env": "dev", "zone": "a"}))
+    deps.cluster_changed("d/mc", None)
+    assert deps.candidates("ns.prod") == {"b/mc"}
+    assert deps.candidates("ns.in") == {"a/mc", "c/mc"}

@@ -7,7 +7,8 @@ of the clusters it selects. Clusternet walks every Subscription's subscribers on
 event; here the selectors are indexed by the label pairs they require (`matchLabels`, and `In`
 expressions), so a cluster event looks up only the Subscriptions that could select it, then
 checks those. Selectors that require no label value (empty, `Exists`, `NotIn` only) are few and
-checked on every event.
+checked on every event. The same index, turned round (clusters by label pair), gives the
+clusters a Subscription could select at all, so a decision need not filter the whole fleet.
 
 A cluster event counts only when what scheduling reads of the cluster changed (labels, taints,
 deletion), as Clusternet's handler skips updates that leave labels and taints alone.
@@ -64,6 +65,7 @@ class Dependencies:
         )
         self._waiting_for_room: set[str] = set()
         self._clusters: dict[str, ClusterFacts] = {}
+        self._clusters_by_pair: dict[Pair, set[str]] = {}
 
     # -- what each Subscription depends on -------------------------------------------------
 
@@ -107,11 +109,30 @@ class Dependencies:
             self._clusters[key] = new
         if old == new:
             return set()
+        self._index_cluster(key, old, new)
         affected = set(self._bound.keys_for(key))
         for facts in (old, new):
             if facts is not None:
                 affected |= self.selecting(dict(facts.labels))
         return affected
+
+    def _index_cluster(self, key: str, old: ClusterFacts | None, new: ClusterFacts | None) -> None:
+        before = set(old.labels) if old is not None else set()
+        after = set(new.labels) if new is not None else set()
+        for pair in before - after:
+            clusters = self._clusters_by_pair[pair]
+            clusters.discard(key)
+            if not clusters:
+                del self._clusters_by_pair[pair]
+        for pair in after - before:
+            self._clusters_by_pair.setdefault(pair, set()).add(key)
+
+    def candidates(self, sub: str) -> set[str] | None:
+        """The clusters some subscriber of `sub` could select (a superset of those it selects);
+        None when one of its selectors requires no label value, so any cluster could match."""
+        if sub in self._unindexed or sub not in self._selectors:
+            return None
+        return {key for pair in self._pairs_of.get(sub, ()) for key in self._clusters_by_pair.get(pair, ())}
 
     def capacity_changed(self, key: str) -> set[str]:
         """The Subscriptions with replicas that found no room and that select this cluster."""

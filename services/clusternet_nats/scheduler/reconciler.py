@@ -51,13 +51,14 @@ from clusternet_nats.api.meta import Condition, ConditionStatus
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.domain.feeds import feed_key, feed_selector
 from clusternet_nats.runtime.service import ServiceContext
-from clusternet_nats.scheduler.algorithm import schedule
+from clusternet_nats.scheduler.algorithm import Decision, schedule
 from clusternet_nats.scheduler.capacity import CapacityTracker
 from clusternet_nats.scheduler.dependencies import Dependencies
 from clusternet_nats.scheduler.failover import available_replicas, replacement_available, with_draining, without
 from clusternet_nats.scheduler.feeds import FeedManifests, ManifestMissingError
 from clusternet_nats.scheduler.framework import Framework
 from clusternet_nats.scheduler.framework.interfaces import BoundSubscription, FeedReplicas
+from clusternet_nats.scheduler.plugins.cluster_affinity import ClusterAffinity
 from clusternet_nats.scheduler.profiles import Profiles
 from clusternet_nats.store import BINDINGS_BUCKET, StatusStore
 from clusternet_nats.store.keys import namespace_filter, object_key, split_key
@@ -144,6 +145,8 @@ class SubscriptionScheduler:
         self.bindings = ctx.records(BINDINGS_BUCKET, SubscriptionBinding)
         self.store = StatusStore(ctx.js, BINDINGS_BUCKET, SubscriptionBinding)
         self.dependencies = Dependencies()
+        self._clusters: dict[str, ManagedCluster] = {}
+        """The informer's clusters by `ns/name`, as bindings name them."""
         self.capacity = CapacityTracker()
         self._written: dict[str, SubscriptionBinding] = {}
         self._warned: dict[str, str] = {}
@@ -191,7 +194,12 @@ class SubscriptionScheduler:
             )
 
     def _cluster_changed(self, key: str, cluster: ManagedCluster | None) -> None:
-        affected = self.dependencies.cluster_changed(self._cluster_name(key), cluster)
+        name = self._cluster_name(key)
+        if cluster is None:
+            self._clusters.pop(name, None)
+        else:
+            self._clusters[name] = cluster
+        affected = self.dependencies.cluster_changed(name, cluster)
         # While listing, every Subscription is being enqueued by its own informer anyway.
         if self.clusters.synced:
             self._enqueue(affected)
@@ -249,14 +257,14 @@ class SubscriptionScheduler:
         if dividing and not self._admit(sub, stored, finv, lost, draining):
             return
         current = without(stored, {*lost, *draining}) if stored is not None else None
-        decision = await schedule(framework, sub, self.clusters.values(), finv, current)
+        decision = await self._schedule(framework, key, sub, finv, current)
         binding = self._with_figures(
             decision.binding, decision.failure, stored, decision.unscheduled, finv, decision.predictions
         )
         if stored is not None and (keep := sorted({*lost - gone, *draining} - set(binding.binding_clusters))):
-            cluster_ids = {c.namespaced_name(): c.spec.cluster_id for c in self.clusters.values()}
+            ids = {c: found.spec.cluster_id for c in binding.binding_clusters if (found := self._clusters.get(c))}
             available = available_replicas(self.statuses.get(key))
-            if not replacement_available(binding, cluster_ids, available):
+            if not replacement_available(binding, ids, available):
                 binding = with_draining(binding, stored, keep)
         changed = self.bindings.get(key) != binding
         bound = await framework.run_bind_cycle(sub, binding, self)
@@ -264,6 +272,27 @@ class SubscriptionScheduler:
             raise BindError(f"binding {key} not written: {bound.message}")
         await self._tell(key, sub, binding, decision.failure, changed, lost - gone)
         await self._preempted(sub, decision.preempted)
+
+    async def _schedule(
+        self,
+        framework: Framework,
+        key: str,
+        sub: Subscription,
+        finv: FeedInventory | None,
+        current: SubscriptionBinding | None,
+    ) -> Decision:
+        """Decides over the clusters the Subscription's affinity could select (when the profile
+        filters by affinity at all); again over every cluster when it cannot place everything,
+        so the FailedScheduling message counts the whole fleet, as Clusternet's does."""
+        everything = self._clusters.values()
+        candidates = self.dependencies.candidates(key)
+        if candidates is None or not any(isinstance(p, ClusterAffinity) for p in framework.plugins.filter):
+            return await schedule(framework, sub, everything, finv, current)
+        chosen = [self._clusters[name] for name in candidates if name in self._clusters]
+        decision = await schedule(framework, sub, chosen, finv, current)
+        if decision.failure is None:
+            return decision
+        return await schedule(framework, sub, everything, finv, current)
 
     def _derived_inventory(self, sub: Subscription) -> FeedInventory | None:
         """Interim, until the FeedInventory controller writes them: one derived from the Manifests."""
@@ -293,7 +322,7 @@ class SubscriptionScheduler:
         for name in stored.binding_clusters:
             if name in stored.draining_clusters:
                 continue
-            cluster = self.clusters.get(object_key(*name.split("/", 1)))
+            cluster = self._clusters.get(name)
             if cluster is None or cluster.metadata.deletion_timestamp is not None:
                 lost.add(name)
                 gone.add(name)
