@@ -1,10 +1,11 @@
-"""`/healthz`, `/readyz` and `/metrics`: one implementation for every service, the hub included.
+"""`/healthz`, `/livez`, `/readyz` and `/metrics`: one implementation for every service and the hub.
 
-Liveness (`/healthz`, and `/livez` as Kubernetes names it) says the process still serves: it stays 200 while NATS is away, because the
-client reconnects by itself and a restart would only add an outage of its own (fleet-wide, a
-restart storm). Readiness (`/readyz`) says the service can do its work: ready by its own measure
-and connected to NATS, so traffic and rollouts wait for it. The hub adds these routes to its API
-port; every other service serves them on a port of their own (`--health-port`).
+Liveness (`/healthz`, and `/livez` as Kubernetes names it) says the process still serves: it stays
+200 while NATS is away, because the client reconnects by itself and a restart would only add an
+outage of its own (fleet-wide, a restart storm). Readiness (`/readyz`) says the service can do its
+work: ready by its own measure and connected to NATS, so traffic and rollouts wait for it. The hub
+adds these routes to its API port; every other service serves them on a port of their own
+(`--health-port`).
 """
 
 from __future__ import annotations
