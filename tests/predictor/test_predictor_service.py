@@ -1,13 +1,31 @@
-"""The predictor in-process against a real NATS: requests answered from reported allocatable."""
+"""The predictor in-process against a real NATS: node inventories, reservations from bindings
+not yet running, the batch, per-cluster and unscheduled requests, and its cache following change."""
 
 from __future__ import annotations
 
-import json
-
-from clusternet_nats.api.clusters import ManagedClusterStatus
-from clusternet_nats.predictor.messages import accommodation_subject
+from clusternet_nats.api.apps import (
+    Description,
+    DescriptionStatus,
+    FeedInventory,
+    ManifestStatus,
+    ReplicaRequirements,
+)
+from clusternet_nats.api.binding import SubscriptionBinding
+from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory, NodeInventoryItem
+from clusternet_nats.api.predictor import (
+    AccommodationReply,
+    AccommodationRequest,
+    ClusterPrediction,
+    PredictReply,
+    PredictRequest,
+    UnscheduledReplicas,
+    UnscheduledReply,
+    UnscheduledRequest,
+)
+from clusternet_nats.api.registry import KindInfo
+from clusternet_nats.predictor.messages import PREDICT_SUBJECT, UNSCHEDULED_SUBJECT, accommodation_subject
 from clusternet_nats.predictor.service import build
-from clusternet_nats.store import StatusStore, object_key
+from clusternet_nats.store import BINDINGS_BUCKET, ObjectStore, StatusStore, object_key
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually
@@ -15,38 +33,132 @@ from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
 from nats.js import JetStreamContext
 
-REQUEST = {"requirements": {"resources": {"requests": {"cpu": "500m", "memory": "128Mi"}}}, "replicas": 3}
+FEED = "apps/v1/Deployment/demo/web"
 
 
-async def ask(nc: NATS, namespace: str, name: str, request: object = REQUEST) -> dict[str, object] | None:
-    """The reply, or None while no predictor listens yet."""
+def shape(cpu: str, **more: object) -> ReplicaRequirements:
+    return ReplicaRequirements.model_validate({"resources": {"requests": {"cpu": cpu}}, **more})
+
+
+def nodes(count: int) -> list[NodeInventoryItem]:
+    size = {"cpu": "2", "memory": "8Gi", "pods": "110"}
+    return [NodeInventoryItem(name=f"n{i}", allocatable=size) for i in range(count)]
+
+
+async def predict(nc: NATS, clusters: list[str], *feeds: ReplicaRequirements | None) -> PredictReply | None:
+    request = PredictRequest(clusters=clusters, feeds=list(feeds))
     try:
-        msg = await nc.request(accommodation_subject(namespace, name), json.dumps(request).encode(), timeout=2)
+        msg = await nc.request(PREDICT_SUBJECT, request.to_json(), timeout=2)
     except NoRespondersError:
         return None
-    reply: dict[str, object] = json.loads(msg.data)
-    return reply
+    return PredictReply.model_validate_json(msg.data)
 
 
-async def test_answers_from_allocatable_and_names_unknown_clusters(
+async def test_predicts_from_nodes_and_reservations(
     nats_server: NatsServer, nc: NATS, js: JetStreamContext, unique_ns: str
 ) -> None:
-    statuses = StatusStore(js, "managedclusters-status", ManagedClusterStatus)
-    status = ManagedClusterStatus(allocatable={"cpu": "2", "memory": "1Gi", "pods": "110"})
-    revision = await statuses.put(object_key(unique_ns, "edge"), status, 0)
+    edge, key = f"{unique_ns}/edge", object_key(unique_ns, "edge")
+    inventories = StatusStore(js, NODE_INVENTORIES_BUCKET, NodeInventory)
+    revision = await inventories.put(key, NodeInventory(cluster_id=f"id-{unique_ns}", nodes=nodes(3)), 0)
+
     async with running_service("clusternet-predictor", build, nats_server.url):
-        assert await eventually(lambda: ask(nc, unique_ns, "edge"), 10) == {"maxAcceptableReplicas": 4}
+        clusters = [edge, f"{unique_ns}/nowhere"]
+        reply = await eventually(lambda: predict(nc, clusters, shape("1500m"), None, shape("3")), 10)
+        assert reply.clusters[edge] == ClusterPrediction(replicas=[3, None, 0])
+        assert reply.clusters[f"{unique_ns}/nowhere"].error == (
+            f"managedcluster {unique_ns}/nowhere has reported no node inventory"
+        )
 
-        status.allocatable = {"cpu": "8", "memory": "2Gi", "pods": "10"}
-        await statuses.put(object_key(unique_ns, "edge"), status, revision)
+        # Clusternet's error when no node matches the nodeSelector; a cluster id names the cluster too.
+        by_id = await predict(nc, [f"id-{unique_ns}"], shape("1", nodeSelector={"disk": "nvme"}))
+        assert by_id is not None
+        assert by_id.clusters[f"id-{unique_ns}"].error == (
+            f"managedcluster {edge}: no feasible nodes found: 0/3 nodes are available: "
+            "3 node(s) didn't match the node selector or required node affinity"
+        )
+        invalid = await nc.request(PREDICT_SUBJECT, b'{"clusters": "x"}', timeout=2)
+        assert "invalid predict request" in (PredictReply.model_validate_json(invalid.data).error or "")
 
-        async def follows_status() -> bool:
-            return await ask(nc, unique_ns, "edge") == {"maxAcceptableReplicas": 10}
+        # One cluster, one requirement: the subject names the cluster.
+        ask = AccommodationRequest(requirements=shape("500m")).to_json()
+        single = await nc.request(accommodation_subject(unique_ns, "edge"), ask, timeout=2)
+        assert AccommodationReply.model_validate_json(single.data).max_acceptable_replicas == 12
 
-        await eventually(follows_status, 10, what="the answer follows the reported allocatable")
+        # Two replicas bound to edge, none running: their room is taken.
+        finv = FeedInventory.model_validate(
+            {
+                "apiVersion": "apps.clusternet.io/v1alpha1",
+                "kind": "FeedInventory",
+                "metadata": {"name": "app", "namespace": unique_ns},
+                "spec": {
+                    "feeds": [
+                        {
+                            "apiVersion": "apps/v1",
+                            "kind": "Deployment",
+                            "namespace": "demo",
+                            "name": "web",
+                            "desiredReplicas": 2,
+                            "replicaRequirements": shape("1500m").to_json_dict(),
+                            "replicaJsonPath": "/spec/replicas",
+                        }
+                    ]
+                },
+            }
+        )
+        await ObjectStore(js, KindInfo.of(FeedInventory)).create(finv)
+        bindings = StatusStore(js, BINDINGS_BUCKET, SubscriptionBinding)
+        binding = SubscriptionBinding(
+            subscription_uid=f"uid-{unique_ns}", spec_hash=1, binding_clusters=[edge], replicas={FEED: [2]}
+        )
+        binding_revision = await bindings.put(object_key(unique_ns, "app"), binding, 0)
 
-        unknown = await ask(nc, unique_ns, "nowhere")
-        assert unknown == {"error": f"managedcluster {unique_ns}/nowhere not found: it has reported no status"}
-        invalid = await ask(nc, unique_ns, "edge", {"requirements": {"resources": {"requests": {"cpu": "lots"}}}})
-        assert invalid is not None
-        assert "invalid accommodation request" in str(invalid["error"])
+        async def room_for(want: int) -> bool:
+            found = await predict(nc, [edge], shape("1500m"))
+            return found is not None and found.clusters[edge].replicas == [want]
+
+        await eventually(lambda: room_for(1), 10, what="two replicas reserved")
+        pending = await nc.request(UNSCHEDULED_SUBJECT, UnscheduledRequest(cluster=edge).to_json(), timeout=2)
+        assert UnscheduledReply.model_validate_json(pending.data).items == [
+            UnscheduledReplicas(subscription=f"{unique_ns}/app", feed=FEED, replicas=2, cluster=edge)
+        ]
+
+        # One of them is ready in the cluster: only one still reserved.
+        description = Description.model_validate(
+            {
+                "apiVersion": "apps.clusternet.io/v1alpha1",
+                "kind": "Description",
+                "metadata": {
+                    "name": "app-abcde-generic",
+                    "namespace": unique_ns,
+                    "labels": {
+                        "apps.clusternet.io/subs.uid": f"uid-{unique_ns}",
+                        "clusters.clusternet.io/cluster-name": "edge",
+                    },
+                },
+                "spec": {"deployer": "Generic"},
+            }
+        )
+        await ObjectStore(js, KindInfo.of(Description)).create(description)
+        reported = ManifestStatus(
+            api_version="apps/v1", kind="Deployment", namespace="demo", name="web", observed_status={"readyReplicas": 1}
+        )
+        statuses = StatusStore(js, "descriptions-status", DescriptionStatus)
+        status = DescriptionStatus(manifest_statuses=[reported])
+        await statuses.put(object_key(unique_ns, "app-abcde-generic"), status, 0)
+        await eventually(lambda: room_for(2), 10, what="one replica still reserved")
+
+        # A node joins: the cached answer follows the new inventory revision.
+        await inventories.put(key, NodeInventory(cluster_id=f"id-{unique_ns}", nodes=nodes(4)), revision)
+        await eventually(lambda: room_for(3), 10, what="the fourth node counted")
+
+        # Replicas no cluster had room for, from the bindings.
+        binding.unscheduled_replicas = {FEED: 4}
+        await bindings.put(object_key(unique_ns, "app"), binding, binding_revision)
+
+        async def unplaced() -> list[UnscheduledReplicas]:
+            msg = await nc.request(UNSCHEDULED_SUBJECT, b"", timeout=2)
+            items = UnscheduledReply.model_validate_json(msg.data).items
+            return [item for item in items if item.subscription == f"{unique_ns}/app"]
+
+        found = await eventually(unplaced, 10, what="the unscheduled replicas")
+        assert found == [UnscheduledReplicas(subscription=f"{unique_ns}/app", feed=FEED, replicas=4)]

@@ -5,11 +5,16 @@ whether one replica of 3 CPUs fits when three nodes have 2 free each. Clusternet
 the child's API server for its nodes; ours reads this record instead, written by the agent beside
 its heartbeat under the ManagedCluster's key (`<dedicated namespace>.<name>`), and only when it
 changed, so a quiet cluster costs the hub no writes.
+
+Per node it holds what a fit needs, as a kube-scheduler would read it: labels (nodeSelector and
+required node affinity), taints (tolerations), whether it is cordoned, allocatable and what its
+pods request, `pods` included on both sides (pod slots: allocatable `pods` is the capacity,
+requested `pods` the count of pods placed).
 """
 
 from __future__ import annotations
 
-from clusternet_nats.api.meta import Model, Quantity
+from clusternet_nats.api.meta import Model, Quantity, Taint
 from clusternet_nats.api.schemas import register_message
 from pydantic import Field
 
@@ -23,7 +28,11 @@ class NodeInventoryItem(Model):
     capacity: dict[str, Quantity] = Field(default_factory=dict)
     allocatable: dict[str, Quantity] = Field(default_factory=dict)
     requested: dict[str, Quantity] = Field(default_factory=dict)
-    """What the pods placed on the node request; allocatable minus this is what is free."""
+    """What the pods placed on the node request (`pods`: how many); allocatable minus this is free."""
+    taints: list[Taint] = Field(default_factory=list)
+    unschedulable: bool = False
+    """Cordoned (`spec.unschedulable`): as Kubernetes, only pods tolerating
+    `node.kubernetes.io/unschedulable:NoSchedule` may land."""
 
 
 class NodeInventory(Model):

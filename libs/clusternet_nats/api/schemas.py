@@ -27,6 +27,7 @@ EXTRA_MODULES: list[str] = [
     "clusternet_nats.api.push",
     "clusternet_nats.api.registration",
     "clusternet_nats.api.intake",
+    "clusternet_nats.api.predictor",
 ]
 """Modules (dotted names) imported before generating, so their register_message calls run."""
 

@@ -177,6 +177,18 @@ PREDICTOR = Subject(
     HUB,
     "How many replicas of a shape fit a cluster, answered by the predictor (a queue group).",
 )
+PREDICT = Subject(
+    "predictor.predict",
+    HUB,
+    HUB,
+    "Replicas each listed cluster can still take, per feed, in one request (the scheduler's Predict).",
+)
+UNSCHEDULED = Subject(
+    "predictor.unscheduled",
+    HUB,
+    HUB,
+    "Replicas not placed, or placed but not running yet (the hub's `GET /replicas/unscheduled`).",
+)
 EVENTS = Subject(
     "events.{kind}.{scope}.{key}",
     HUB,
@@ -233,6 +245,8 @@ SUBJECTS: tuple[Subject, ...] = (
     REGISTRATION,
     REGISTERING_INBOX,
     PREDICTOR,
+    PREDICT,
+    UNSCHEDULED,
     EVENTS,
     KV,
     HUB_INBOX,

@@ -1,6 +1,5 @@
-"""clusternet-predictor: answers "how many replicas of this shape fit in cluster X" over NATS
-request/reply, so the scheduler's dynamic dividing can ask without a route into any cluster.
-
-For now it counts from the ManagedCluster's reported allocatable resources; node-level
-inventory arrives with heartbeats later.
+"""clusternet-predictor: answers "how many replicas of this requirement can cluster X still take"
+over NATS request/reply, from the node inventories agents report and the replicas bindings have
+given clusters that are not running yet, so the scheduler's dynamic dividing never needs a route
+into any cluster (Clusternet's scheduler calls a predictor in each cluster over HTTP).
 """

@@ -1,32 +1,198 @@
-"""How many replicas fit in allocatable resources, counted as Clusternet's predictor counts.
+"""How many replicas of a requirement fit a cluster, node by node, as Clusternet's predictor counts.
 
-Each requested resource bounds the count by allocatable // request, CPU in millicores and
-everything else in units, both rounded up first as apimachinery's MilliValue() and Value() do;
-a requested resource the cluster does not report fits zero times. Reported `pods` cap the count
-too; Clusternet assumes every cluster reports them, which ours may not yet, so an absent `pods`
-caps nothing.
+Clusternet's predictor (pkg/predictor: server.go MaxAcceptableReplicas and its default plugins)
+lists the nodes the requirement's nodeSelector matches, drops those with a NoSchedule/NoExecute
+taint it does not tolerate (TaintToleration), and on each node left divides what is free
+(allocatable minus what its unfinished pods request, pod slots included) by one replica's
+requests (DefaultComputer, MaxReplicaDivided: the scarcest resource, CPU in millicores and the
+rest in units, each rounded up as apimachinery does); the cluster's answer is the sum
+(DefaultAggregator). No node left is an error ("no feasible nodes found"). So three nodes with
+2 free CPUs each fit no replica of 3 CPUs and three of 1500m.
+
+Beyond Clusternet, as a kube-scheduler would also judge the node: the required node affinity
+(nodeSelectorTerms, ORed; matchFields on `metadata.name`), and a cordoned or not-Ready node
+counts as carrying the taint Kubernetes gives it (`node.kubernetes.io/unschedulable`,
+`node.kubernetes.io/not-ready`, NoSchedule), so only a requirement tolerating it lands there.
+Where Clusternet fails the whole prediction because a node is overcommitted (requested above
+allocatable), that node offers nothing and the others still count.
+
+Replicas already bound to a cluster but not running yet are placed first (`reserve`), first
+fit, so a second Subscription scheduled right after the first does not count the same room.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from clusternet_nats.api.quantity import milli_value, value
+from clusternet_nats.api.apps import ReplicaRequirements
+from clusternet_nats.api.inventory import NodeInventory
+from clusternet_nats.api.meta import NodeSelectorTerm, Taint, TaintEffect, Toleration
+from clusternet_nats.api.quantity import QuantityError, milli_value, value
+from clusternet_nats.domain.selectors import term_matches
+from pydantic import TypeAdapter, ValidationError
 
 MAX_REPLICAS = 2**31 - 1
 """The answer when nothing bounds the count (Clusternet's math.MaxInt32)."""
+PODS = "pods"
+UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect=TaintEffect.NO_SCHEDULE)
+NOT_READY_TAINT = Taint(key="node.kubernetes.io/not-ready", effect=TaintEffect.NO_SCHEDULE)
+_FILTERED_EFFECTS = (TaintEffect.NO_SCHEDULE, TaintEffect.NO_EXECUTE)
+_TERMS = TypeAdapter(list[NodeSelectorTerm])
 
 
-def _amount(name: str, quantity: str) -> int:
-    return milli_value(quantity) if name == "cpu" else value(quantity)
+class RequirementError(ValueError):
+    """A requirement that cannot be read (a bad quantity, a malformed affinity); names the field."""
 
 
-def max_acceptable_replicas(allocatable: Mapping[str, str], requests: Mapping[str, str]) -> int:
+class NoFeasibleNodes(LookupError):
+    """Clusternet's "no feasible nodes found", with why each node was left out."""
+
+
+def amount(resource: str, quantity: str | int) -> int:
+    """A quantity as the predictor divides it: CPU in millicores, anything else in units."""
+    return milli_value(quantity) if resource == "cpu" else value(quantity)
+
+
+@dataclass(frozen=True)
+class Demand:
+    """One replica's requirements, parsed once and hashable (the predictor caches by it)."""
+
+    requests: tuple[tuple[str, int], ...] = ()
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    terms: tuple[NodeSelectorTerm, ...] | None = None
+    """Required node affinity's terms (any one must match); None: no required affinity."""
+
+    @classmethod
+    def of(cls, requirements: ReplicaRequirements) -> Demand:
+        requests = (requirements.resources.requests if requirements.resources else None) or {}
+        parsed: list[tuple[str, int]] = []
+        for name, quantity in sorted(requests.items()):
+            try:
+                needed = amount(name, quantity)
+            except QuantityError as err:
+                raise RequirementError(f"resources.requests.{name}: {err}") from err
+            if needed > 0 and name != PODS:
+                parsed.append((name, needed))
+        return cls(
+            requests=tuple(parsed),
+            node_selector=tuple(sorted((requirements.node_selector or {}).items())),
+            tolerations=tuple(requirements.tolerations or ()),
+            terms=_required_terms(requirements.affinity),
+        )
+
+
+def _required_terms(affinity: Mapping[str, Any] | None) -> tuple[NodeSelectorTerm, ...] | None:
+    node_affinity = (affinity or {}).get("nodeAffinity") or {}
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") if node_affinity else None
+    if required is None:
+        return None
+    where = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    try:
+        return tuple(_TERMS.validate_python(required.get("nodeSelectorTerms") or []))
+    except (ValidationError, AttributeError) as err:
+        raise RequirementError(f"{where}: {err}") from err
+
+
+@dataclass
+class NodeRoom:
+    """One node as a fit sees it: what selects it, what repels, and what is still free."""
+
+    name: str
+    labels: Mapping[str, str]
+    taints: Sequence[Taint]
+    free: dict[str, int] = field(default_factory=dict)
+    """Allocatable minus requested, per resource (`pods`: free slots); absent `pods`: no cap."""
+
+    def copy(self) -> NodeRoom:
+        return NodeRoom(self.name, self.labels, self.taints, dict(self.free))
+
+
+def rooms(inventory: NodeInventory) -> list[NodeRoom]:
+    """Every node of a cluster's inventory with its free resources. Raises QuantityError."""
+    out = []
+    for node in inventory.nodes:
+        taints = list(node.taints)
+        if node.unschedulable:
+            taints.append(UNSCHEDULABLE_TAINT)
+        if not node.ready:
+            taints.append(NOT_READY_TAINT)
+        requested = {name: amount(name, q) for name, q in node.requested.items()}
+        free = {name: amount(name, q) - requested.get(name, 0) for name, q in node.allocatable.items()}
+        out.append(NodeRoom(node.name, node.labels, taints, free))
+    return out
+
+
+def untolerated_taint(demand: Demand, node: NodeRoom) -> Taint | None:
+    """The first NoSchedule/NoExecute taint no toleration of the demand tolerates."""
+    for taint in node.taints:
+        if taint.effect in _FILTERED_EFFECTS and not any(t.tolerates(taint) for t in demand.tolerations):
+            return taint
+    return None
+
+
+def selects(demand: Demand, node: NodeRoom) -> bool:
+    """nodeSelector and required node affinity both hold for the node's labels."""
+    if any(node.labels.get(key) != wanted for key, wanted in demand.node_selector):
+        return False
+    if demand.terms is None:
+        return True
+    fields = {"metadata.name": node.name}
+    return any(term_matches(term, node.labels, fields) for term in demand.terms)
+
+
+def replicas_on(demand: Demand, free: Mapping[str, int]) -> int:
+    """Clusternet's MaxReplicaDivided over what is free on one node: the scarcest resource, and
+    the free pod slots; a requested resource the node lacks fits zero times."""
     fits = MAX_REPLICAS
-    for name, quantity in requests.items():
-        needed = _amount(name, quantity)
-        if needed > 0:
-            fits = min(fits, _amount(name, allocatable.get(name, "0")) // needed)
-    if "pods" in allocatable:
-        fits = min(fits, value(allocatable["pods"]))
+    for name, needed in demand.requests:
+        fits = min(fits, free.get(name, 0) // needed)
+    if PODS in free:
+        fits = min(fits, free[PODS])
     return max(fits, 0)
+
+
+def feasible(demand: Demand, nodes: Sequence[NodeRoom]) -> list[NodeRoom]:
+    """The nodes a replica may land on; raises NoFeasibleNodes saying why none may."""
+    chosen, reasons = [], Counter[str]()
+    for node in nodes:
+        taint = untolerated_taint(demand, node)
+        if not selects(demand, node):
+            reasons["node(s) didn't match the node selector or required node affinity"] += 1
+        elif taint is not None:
+            reasons[f"node(s) had untolerated taint {{{taint.key}: {taint.value or ''}}}"] += 1
+        else:
+            chosen.append(node)
+    if not chosen:
+        why = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
+        detail = f": {why}" if why else ""
+        raise NoFeasibleNodes(f"no feasible nodes found: 0/{len(nodes)} nodes are available{detail}")
+    return chosen
+
+
+def max_acceptable_replicas(demand: Demand, nodes: Sequence[NodeRoom]) -> int:
+    """The replicas of `demand` the nodes can take, each counted on one node, summed (capped at
+    MAX_REPLICAS as Clusternet's int32). Raises NoFeasibleNodes."""
+    return min(sum(replicas_on(demand, node.free) for node in feasible(demand, nodes)), MAX_REPLICAS)
+
+
+def reserve(demand: Demand, count: int, nodes: Sequence[NodeRoom]) -> int:
+    """Takes room for `count` replicas from the nodes (first fit, in place); returns how many
+    found none."""
+    try:
+        candidates = feasible(demand, nodes)
+    except NoFeasibleNodes:
+        return count
+    for node in candidates:
+        if count <= 0:
+            break
+        placed = min(count, replicas_on(demand, node.free))
+        for name, needed in demand.requests:
+            node.free[name] = node.free.get(name, 0) - placed * needed
+        if PODS in node.free:
+            node.free[PODS] -= placed
+        count -= placed
+    return count

@@ -1,18 +1,19 @@
-"""The predictor's wire contract: subjects, request and reply.
+"""The predictor's subjects (api/subjects.py): per cluster for one requirement, batch, unscheduled.
 
-One subject per cluster, `predictor.<cluster namespace>.<cluster name>.accommodation`
-(api/subjects.py: PREDICTOR), so a caller addresses a cluster by name and NATS permissions can
-scope who may ask about which. Cluster names may hold dots, so the name is everything between
-the namespace and the verb.
+One subject per cluster for the single question, `predictor.<cluster namespace>.<cluster
+name>.accommodation` (PREDICTOR), so a caller addresses a cluster by name and NATS permissions
+can scope who may ask about which. Cluster names may hold dots, so the name is everything
+between the namespace and the verb. The batch (PREDICT) and the unscheduled listing
+(UNSCHEDULED) have one subject each; every replica subscribes in the same queue group.
 """
 
 from __future__ import annotations
 
-from clusternet_nats.api.apps import ReplicaRequirements
-from clusternet_nats.api.meta import Model, NonNegInt32
-from clusternet_nats.api.subjects import PREDICTOR
+from clusternet_nats.api.subjects import PREDICT, PREDICTOR, UNSCHEDULED
 
 SUBSCRIPTION_SUBJECT = PREDICTOR.filter()
+PREDICT_SUBJECT = PREDICT.format()
+UNSCHEDULED_SUBJECT = UNSCHEDULED.format()
 
 
 def accommodation_subject(namespace: str, name: str) -> str:
@@ -23,14 +24,3 @@ def parse_accommodation_subject(subject: str) -> tuple[str, str] | None:
     """(namespace, name) of the cluster an accommodation subject names; None for other subjects."""
     found = PREDICTOR.parse(subject)
     return None if found is None else (found["namespace"], found["name"])
-
-
-class AccommodationRequest(Model):
-    requirements: ReplicaRequirements
-    replicas: NonNegInt32 | None = None
-    """The replicas the caller wants placed; the reply says how many could be, whatever this is."""
-
-
-class AccommodationReply(Model):
-    max_acceptable_replicas: int | None = None
-    error: str | None = None

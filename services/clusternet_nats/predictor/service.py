@@ -1,76 +1,330 @@
-"""The predictor service: a queue-grouped NATS responder over a cache of cluster statuses.
+"""The predictor service: queue-grouped NATS responders over node inventories and reservations.
 
-It subscribes only once the status informer has listed, so no request is answered "unknown
-cluster" merely because the cache was still filling; the queue group lets any number of
-replicas share the requests. Requests are answered one at a time (the answer is a lookup and
-some arithmetic) by the shared responder (runtime/responder.py).
+It answers three questions (api/predictor.py): how many replicas of each feed every listed
+cluster can still take (PREDICT, the scheduler's one batch call per Subscription), how many of
+one requirement one cluster can take (PREDICTOR, what the hub's HTTP `POST /replicas/predict`
+asks), and which replicas are not placed or not running yet (UNSCHEDULED).
+
+A cluster's room is its node inventory (fit.py) minus its reservations (reservations.py). Both
+are cached: the room left after reservations per (inventory revision, reservation generation),
+and each answer per (cluster, those two, requirement), so scheduling many Subscriptions of the
+same shape over 1,000 clusters costs a dictionary lookup per cluster until something changes.
+It subscribes only once its informers have listed, so nothing is answered from a cache still
+filling; the queue group lets any number of replicas share the requests.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import structlog
-from clusternet_nats.api.clusters import ManagedClusterStatus
-from clusternet_nats.api.quantity import QuantityError
-from clusternet_nats.api.registry import by_kind
-from clusternet_nats.predictor.fit import max_acceptable_replicas
-from clusternet_nats.predictor.messages import (
-    SUBSCRIPTION_SUBJECT,
+from clusternet_nats.api import labels as known
+from clusternet_nats.api.apps import Description, DescriptionStatus, FeedInventory, FeedOrder
+from clusternet_nats.api.binding import SubscriptionBinding
+from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
+from clusternet_nats.api.predictor import (
     AccommodationReply,
     AccommodationRequest,
+    ClusterPrediction,
+    PredictReply,
+    PredictRequest,
+    UnscheduledReplicas,
+    UnscheduledReply,
+    UnscheduledRequest,
+)
+from clusternet_nats.api.quantity import QuantityError
+from clusternet_nats.api.registry import KindInfo
+from clusternet_nats.domain.feeds import names_object
+from clusternet_nats.predictor.fit import (
+    Demand,
+    NodeRoom,
+    NoFeasibleNodes,
+    RequirementError,
+    max_acceptable_replicas,
+    reserve,
+    rooms,
+)
+from clusternet_nats.predictor.messages import (
+    PREDICT_SUBJECT,
+    SUBSCRIPTION_SUBJECT,
+    UNSCHEDULED_SUBJECT,
     parse_accommodation_subject,
 )
+from clusternet_nats.predictor.reservations import Pending, Reservations, pending_replicas
 from clusternet_nats.runtime.responder import Failure, Responder
 from clusternet_nats.runtime.service import ServiceContext
-from clusternet_nats.store import object_key
+from clusternet_nats.store import BINDINGS_BUCKET, object_key, split_key
+from clusternet_nats.store.index import Index
 from nats.aio.msg import Msg
 from pydantic import ValidationError
 
 QUEUE_GROUP = "clusternet-predictor"
+MAX_CACHED_ANSWERS = 200_000
 log = structlog.get_logger(__name__)
+
+Owner = tuple[str, str]
+"""(Subscription uid, cluster `ns/name`): what a Description is deployed for."""
+
+
+class PredictionError(LookupError):
+    """This cluster cannot be predicted (no inventory, no feasible node); the message says why."""
+
+
+def cluster_store_key(cluster: str) -> str:
+    namespace, _, name = cluster.partition("/")
+    return object_key(namespace, name)
+
+
+def ready_replicas(observed: dict[str, object] | None) -> int:
+    """Replicas a workload reports ready (availableReplicas where readyReplicas is not given)."""
+    for key in ("readyReplicas", "availableReplicas"):
+        found = (observed or {}).get(key)
+        if isinstance(found, int):
+            return found
+    return 0
+
+
+def _description_owner(desc: Description) -> set[Owner]:
+    labels = desc.metadata.labels or {}
+    uid, cluster = labels.get(known.SUBS_UID), labels.get(known.CLUSTER_NAME)
+    return {(uid, f"{desc.namespace}/{cluster}")} if uid and cluster else set()
+
+
+@dataclass
+class _Room:
+    revision: int
+    generation: int
+    nodes: list[NodeRoom]
 
 
 class Predictor:
     def __init__(self, ctx: ServiceContext) -> None:
         self.ctx = ctx
-        bucket = by_kind("ManagedCluster").status_bucket
-        assert bucket is not None, "ManagedCluster has a status bucket"
-        self.statuses = ctx.records(bucket, ManagedClusterStatus)
+        self.inventories = ctx.records(NODE_INVENTORIES_BUCKET, NodeInventory)
+        self.bindings = ctx.records(BINDINGS_BUCKET, SubscriptionBinding)
+        self.feed_inventories = ctx.objects(FeedInventory)
+        self.descriptions = ctx.objects(Description)
+        status_bucket = KindInfo.of(Description).status_bucket
+        assert status_bucket is not None, "Description has a status bucket"
+        self.description_statuses = ctx.records(status_bucket, DescriptionStatus)
+        self.reservations = Reservations()
+        self._descriptions_by_owner: Index[Description, Owner] = Index(_description_owner)
+        self._bindings_by_uid: Index[SubscriptionBinding, str] = Index(lambda b: {b.subscription_uid})
+        self._clusters_by_id: Index[NodeInventory, str] = Index(lambda inv: {inv.cluster_id})
+        self._rooms: dict[str, _Room] = {}
+        self._answers: dict[tuple[str, int, int, Demand], int | str] = {}
+        self.bindings.add_handler(self._binding_changed)
+        self.feed_inventories.add_handler(lambda key, _finv: self._reserve(key))
+        self.descriptions.add_handler(self._description_changed)
+        self.description_statuses.add_handler(lambda key, _status: self._description_status_changed(key))
+        self.inventories.add_handler(self._inventory_changed)
+
+    # -- keeping reservations ------------------------------------------------------------------
+
+    def _inventory_changed(self, key: str, inventory: NodeInventory | None) -> None:
+        self._clusters_by_id.update(key, inventory)
+
+    def _binding_changed(self, key: str, binding: SubscriptionBinding | None) -> None:
+        self._bindings_by_uid.update(key, binding)
+        self._reserve(key)
+
+    def _description_changed(self, key: str, desc: Description | None) -> None:
+        for uid, _cluster in self._descriptions_by_owner.update(key, desc):
+            for sub_key in self._bindings_by_uid.keys_for(uid):
+                self._reserve(sub_key)
+
+    def _description_status_changed(self, key: str) -> None:
+        for uid, _cluster in self._descriptions_by_owner.values_of(key):
+            for sub_key in self._bindings_by_uid.keys_for(uid):
+                self._reserve(sub_key)
+
+    def _reserve(self, sub_key: str) -> None:
+        binding = self.bindings.get(sub_key)
+        namespace, name = split_key(sub_key, True)
+        subscription = f"{namespace}/{name}"
+        running = self._running(binding.subscription_uid) if binding else _nothing_running
+        pending = pending_replicas(subscription, binding, self.feed_inventories.get(sub_key), running)
+        self.reservations.replace(subscription, pending)
+
+    def _running(self, uid: str) -> Callable[[str, FeedOrder], int]:
+        def running(cluster: str, order: FeedOrder) -> int:
+            ready = 0
+            for desc_key in self._descriptions_by_owner.keys_for((uid, cluster)):
+                status = self.description_statuses.get(desc_key)
+                for reported in (status.manifest_statuses if status else None) or []:
+                    if names_object(order, reported):
+                        ready += ready_replicas(reported.observed_status)
+            return ready
+
+        return running
+
+    # -- predicting ----------------------------------------------------------------------------
+
+    def cluster_key(self, cluster: str) -> str:
+        """The inventory key of a cluster named `ns/name` or by its cluster id."""
+        if "/" in cluster:
+            return cluster_store_key(cluster)
+        keys = self._clusters_by_id.keys_for(cluster)
+        if not keys:
+            raise PredictionError(f"no cluster with id {cluster} has reported a node inventory")
+        return keys[0]
+
+    def _room(self, cluster: str) -> tuple[_Room, str]:
+        key = self.cluster_key(cluster)
+        namespace, name = split_key(key, True)
+        name = f"{namespace}/{name}"
+        inventory = self.inventories.get(key)
+        if inventory is None:
+            raise PredictionError(f"managedcluster {name} has reported no node inventory")
+        revision, generation = self.inventories.revision(key), self.reservations.generation(name)
+        room = self._rooms.get(name)
+        if room is None or (room.revision, room.generation) != (revision, generation):
+            try:
+                nodes = rooms(inventory)
+            except QuantityError as err:
+                raise PredictionError(f"managedcluster {name}: its node inventory has {err}") from err
+            for pending in self.reservations.of(name):
+                if pending.demand is not None:
+                    reserve(pending.demand, pending.replicas, nodes)
+            room = self._rooms[name] = _Room(revision, generation, nodes)
+        return room, name
+
+    def max_acceptable(self, cluster: str, demand: Demand) -> int:
+        """Replicas of `demand` the cluster can still take. Raises PredictionError."""
+        room, name = self._room(cluster)
+        cache_key = (name, room.revision, room.generation, demand)
+        answer = self._answers.get(cache_key)
+        if answer is None:
+            try:
+                answer = max_acceptable_replicas(demand, room.nodes)
+            except NoFeasibleNodes as err:
+                answer = f"managedcluster {name}: {err}"
+            if len(self._answers) >= MAX_CACHED_ANSWERS:
+                self._answers.clear()
+            self._answers[cache_key] = answer
+        if isinstance(answer, str):
+            raise PredictionError(answer)
+        return answer
+
+    def predict(self, request: PredictRequest) -> PredictReply:
+        demands: list[Demand | None] = []
+        for i, requirements in enumerate(request.feeds):
+            try:
+                demands.append(None if requirements is None else Demand.of(requirements))
+            except RequirementError as err:
+                return PredictReply(error=f"invalid predict request: feeds[{i}].{err}")
+        reply = PredictReply()
+        for cluster in request.clusters:
+            try:
+                figures = [None if d is None else self.max_acceptable(cluster, d) for d in demands]
+                reply.clusters[cluster] = ClusterPrediction(replicas=figures)
+            except PredictionError as err:
+                reply.clusters[cluster] = ClusterPrediction(error=str(err))
+        return reply
 
     def _reply(self, subject: str, data: bytes) -> AccommodationReply:
-        cluster = parse_accommodation_subject(subject)
-        if cluster is None:
+        """The answer to one accommodation request (PREDICTOR: the cluster is in the subject)."""
+        found = parse_accommodation_subject(subject)
+        if found is None:
             return AccommodationReply(error=f"unknown predictor subject {subject!r}")
-        namespace, name = cluster
-        status = self.statuses.get(object_key(namespace, name))
-        if status is None:
-            return AccommodationReply(error=f"managedcluster {namespace}/{name} not found: it has reported no status")
+        cluster = "/".join(found)
         try:
             request = AccommodationRequest.model_validate_json(data)
-            resources = request.requirements.resources
-            requests = (resources.requests if resources else None) or {}
-            fits = max_acceptable_replicas(status.allocatable or {}, requests)
-        except (ValidationError, QuantityError) as err:
-            return AccommodationReply(error=f"invalid accommodation request for {namespace}/{name}: {err}")
-        return AccommodationReply(max_acceptable_replicas=fits)
+            demand = Demand.of(request.requirements)
+        except ValidationError as err:
+            return AccommodationReply(error=f"invalid accommodation request for {cluster}: {err}")
+        except RequirementError as err:
+            return AccommodationReply(error=f"invalid accommodation request for {cluster}: requirements.{err}")
+        try:
+            return AccommodationReply(max_acceptable_replicas=self.max_acceptable(cluster, demand))
+        except PredictionError as err:
+            return AccommodationReply(error=str(err))
+
+    def unscheduled(self, request: UnscheduledRequest) -> UnscheduledReply:
+        if request.cluster is not None:
+            try:
+                _room, name = self._room(request.cluster)
+            except PredictionError as err:
+                return UnscheduledReply(error=str(err))
+            return UnscheduledReply(items=[_item(p) for p in self.reservations.of(name)])
+        items = []
+        for key, binding in sorted(self.bindings.items()):
+            namespace, name = split_key(key, True)
+            for feed, count in sorted(binding.unscheduled_replicas.items()):
+                if count > 0:
+                    items.append(UnscheduledReplicas(subscription=f"{namespace}/{name}", feed=feed, replicas=count))
+        return UnscheduledReply(items=items)
+
+
+def _nothing_running(_cluster: str, _order: FeedOrder) -> int:
+    return 0
+
+
+def _item(pending: Pending) -> UnscheduledReplicas:
+    return UnscheduledReplicas(
+        subscription=pending.subscription, feed=pending.feed, replicas=pending.replicas, cluster=pending.cluster
+    )
+
+
+Reply = AccommodationReply | PredictReply | UnscheduledReply
+
+
+@dataclass(frozen=True)
+class _Endpoint:
+    """One subject: `handle` parses and answers (raising ValidationError on a malformed body),
+    `error` shapes an error answer in that subject's reply model."""
+
+    ctx: ServiceContext
+    kind: str
+    handle: Callable[[Msg], Reply]
+    error: Callable[[str], Reply]
 
     def accept(self, msg: Msg) -> Msg:
         """Any hub-side caller may ask (only hub-side identities may publish here)."""
         return msg
 
     async def answer(self, msg: Msg) -> bytes:
-        reply = self._reply(msg.subject, msg.data)
+        try:
+            reply = self.handle(msg)
+        except ValidationError as err:
+            reply = self.error(f"invalid {self.kind} request: {err}")
         result = "error" if reply.error else "ok"
-        self.ctx.metrics.inc(f'predictor_requests_total{{result="{result}"}}')
-        log.debug("predictor.answered", subject=msg.subject, result=result, error=reply.error)
+        self.ctx.metrics.inc(f'predictor_requests_total{{request="{self.kind}",result="{result}"}}')
+        log.debug("predictor.answered", request=self.kind, subject=msg.subject, result=result, error=reply.error)
         return reply.to_json()
 
     def failed(self, msg: Msg, failure: Failure) -> bytes:
-        self.ctx.metrics.inc('predictor_requests_total{result="failed"}')
-        return AccommodationReply(error=failure.reason).to_json()
+        self.ctx.metrics.inc(f'predictor_requests_total{{request="{self.kind}",result="failed"}}')
+        return self.error(failure.reason).to_json()
+
+
+def endpoints(ctx: ServiceContext, predictor: Predictor) -> dict[str, _Endpoint]:
+    """Per subject filter, its endpoint."""
+
+    return {
+        SUBSCRIPTION_SUBJECT: _Endpoint(
+            ctx,
+            "accommodation",
+            lambda msg: predictor._reply(msg.subject, msg.data),
+            lambda e: AccommodationReply(error=e),
+        ),
+        PREDICT_SUBJECT: _Endpoint(
+            ctx,
+            "predict",
+            lambda msg: predictor.predict(PredictRequest.model_validate_json(msg.data)),
+            lambda e: PredictReply(error=e),
+        ),
+        UNSCHEDULED_SUBJECT: _Endpoint(
+            ctx,
+            "unscheduled",
+            lambda msg: predictor.unscheduled(UnscheduledRequest.model_validate_json(msg.data or b"{}")),
+            lambda e: UnscheduledReply(error=e),
+        ),
+    }
 
 
 async def build(ctx: ServiceContext) -> None:
-    responder = Responder(
-        ctx.nc, SUBSCRIPTION_SUBJECT, Predictor(ctx), name="the predictor", queue=QUEUE_GROUP, trusted=True
-    )
-    ctx.run_forever(responder.serve)
+    for subject, endpoint in endpoints(ctx, Predictor(ctx)).items():
+        responder = Responder(ctx.nc, subject, endpoint, name="the predictor", queue=QUEUE_GROUP, trusted=True)
+        ctx.run_forever(responder.serve)
