@@ -158,24 +158,31 @@ class System:
             )
             self._add(name, f"clusternet_nats.{name}", [*common, *extra])
         if sim_clusters:
-            # The agent reads its NATS URL and log level from the environment, the hub side from
-            # flags: both ways of configuring a service are exercised by every system test.
-            self._add(
-                "agent",
-                "clusternet_nats.agent",
-                [
-                    "--cluster-name",
-                    cluster_prefix,
-                    "--sim-clusters",
-                    str(sim_clusters),
-                    "--sim-labels-cycle",
-                    labels_cycle,
-                    "--state-dir",
-                    str(self.workdir / "agent-state"),
-                    *agent_args,
-                ],
-                env={"CNET_NATS_URL": self.nats.url, "CNET_LOG_LEVEL": log_level},
-            )
+            self.add_agent("agent", cluster_prefix, sim_clusters, labels_cycle, agent_args)
+
+    def add_agent(
+        self, name: str, cluster_prefix: str, sim_clusters: int, labels_cycle: str, agent_args: Sequence[str] = ()
+    ) -> None:
+        """Another agent process hosting simulated clusters (before start()): another node shape
+        (`--sim-nodes`, `--sim-node-cpu`, ...), or clusters to stop apart from the others."""
+        # The agent reads its NATS URL and log level from the environment, the hub side from
+        # flags: both ways of configuring a service are exercised by every system test.
+        self._add(
+            name,
+            "clusternet_nats.agent",
+            [
+                "--cluster-name",
+                cluster_prefix,
+                "--sim-clusters",
+                str(sim_clusters),
+                "--sim-labels-cycle",
+                labels_cycle,
+                "--state-dir",
+                str(self.workdir / "agent-state"),
+                *agent_args,
+            ],
+            env={"CNET_NATS_URL": self.nats.url, "CNET_LOG_LEVEL": self.log_level},
+        )
 
     def _add(self, name: str, module: str, args: list[str], env: dict[str, str] | None = None) -> None:
         self.services[name] = ServiceProcess(
@@ -221,11 +228,14 @@ class System:
         return self.nats.url
 
     def hub_side_pids(self) -> dict[str, int]:
-        """Process ids of nats-server and every running service but the agent, for measurements."""
-        pids = {name: s.proc.pid for name, s in self.services.items() if name != "agent" and s.proc}
+        """Process ids of nats-server and every running service but the agents, for measurements."""
+        pids = {name: s.proc.pid for name, s in self.services.items() if name not in self.agents() and s.proc}
         if self.nats.proc is not None:
             pids["nats-server"] = self.nats.proc.pid
         return pids
+
+    def agents(self) -> list[str]:
+        return [name for name, s in self.services.items() if s.module == "clusternet_nats.agent"]
 
     def start(self, timeout: float = 60.0) -> System:
         self.nats.start()
