@@ -364,8 +364,8 @@ class SubscriptionScheduler:
             message = failure or unplaced_message(unscheduled)
             condition = scheduled_condition(False, PARTIALLY_SCHEDULED, message, before)
         else:
-            clusters = ",".join(binding.binding_clusters)
-            condition = scheduled_condition(True, SCHEDULED, f"bound to {clusters}", before)
+            count = len(binding.binding_clusters)
+            condition = scheduled_condition(True, SCHEDULED, f"bound to {count} cluster(s)", before)
         return binding.model_copy(
             update={
                 "condition": condition,
