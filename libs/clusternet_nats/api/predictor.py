@@ -10,6 +10,8 @@ so scheduling one Subscription over 1,000 clusters is one round trip, not 1,000.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from clusternet_nats.api.apps import ReplicaRequirements
 from clusternet_nats.api.meta import Model, NonNegInt32
 from clusternet_nats.api.schemas import register_message
@@ -37,10 +39,19 @@ class PredictRequest(Model):
     (answered None: no limit known)."""
 
 
+class PredictionFailure(StrEnum):
+    NOT_FOUND = "NotFound"
+    """The cluster has reported no node inventory (or no cluster has that id)."""
+    NO_FEASIBLE_NODES = "NoFeasibleNodes"
+    """No node passes the nodeSelector, required affinity and taints (Clusternet's error)."""
+    INVALID_INVENTORY = "InvalidInventory"
+
+
 class ClusterPrediction(Model):
     replicas: list[NonNegInt32 | None] | None = None
     """Per feed, the replicas the cluster can still take; absent when `error` says why not."""
     error: str | None = None
+    reason: PredictionFailure | None = None
 
 
 class PredictReply(Model):

@@ -16,6 +16,7 @@ from aiohttp.typedefs import Handler, Middleware
 from clusternet_nats.hub.auth.gate import GATE, Gate
 from clusternet_nats.hub.errors import ApiError
 from clusternet_nats.hub.events import Events
+from clusternet_nats.hub.predictor_routes import PredictorRoutes
 from clusternet_nats.hub.registration.http import ApprovalRoutes, TokenRoutes
 from clusternet_nats.hub.resources import Resources
 from clusternet_nats.runtime.health import add_health_routes
@@ -60,6 +61,7 @@ def make_app(nc: NATS, metrics: Metrics, ready: Callable[[], bool], gate: Gate) 
 
     add_health_routes(app, nc, ready, metrics)
     Events(js).add_routes(app)
+    PredictorRoutes(nc).add_routes(app)
     # Before the generic /apis/<group>/<version>/<plural> routes:
     TokenRoutes(js).add_routes(app)
     ApprovalRoutes(js).add_routes(app)

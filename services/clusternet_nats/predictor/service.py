@@ -27,6 +27,7 @@ from clusternet_nats.api.predictor import (
     AccommodationReply,
     AccommodationRequest,
     ClusterPrediction,
+    PredictionFailure,
     PredictReply,
     PredictRequest,
     UnscheduledReplicas,
@@ -69,6 +70,10 @@ Owner = tuple[str, str]
 
 class PredictionError(LookupError):
     """This cluster cannot be predicted (no inventory, no feasible node); the message says why."""
+
+    def __init__(self, reason: PredictionFailure, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def cluster_store_key(cluster: str) -> str:
@@ -167,7 +172,8 @@ class Predictor:
             return cluster_store_key(cluster)
         keys = self._clusters_by_id.keys_for(cluster)
         if not keys:
-            raise PredictionError(f"no cluster with id {cluster} has reported a node inventory")
+            message = f"no cluster with id {cluster} has reported a node inventory"
+            raise PredictionError(PredictionFailure.NOT_FOUND, message)
         return keys[0]
 
     def _room(self, cluster: str) -> tuple[_Room, str]:
@@ -176,14 +182,16 @@ class Predictor:
         name = f"{namespace}/{name}"
         inventory = self.inventories.get(key)
         if inventory is None:
-            raise PredictionError(f"managedcluster {name} has reported no node inventory")
+            raise PredictionError(PredictionFailure.NOT_FOUND, f"managedcluster {name} has reported no node inventory")
         revision, generation = self.inventories.revision(key), self.reservations.generation(name)
         room = self._rooms.get(name)
         if room is None or (room.revision, room.generation) != (revision, generation):
             try:
                 nodes = rooms(inventory)
             except QuantityError as err:
-                raise PredictionError(f"managedcluster {name}: its node inventory has {err}") from err
+                raise PredictionError(
+                    PredictionFailure.INVALID_INVENTORY, f"managedcluster {name}: its node inventory has {err}"
+                ) from err
             for pending in self.reservations.of(name):
                 if pending.demand is not None:
                     reserve(pending.demand, pending.replicas, nodes)
@@ -204,7 +212,7 @@ class Predictor:
                 self._answers.clear()
             self._answers[cache_key] = answer
         if isinstance(answer, str):
-            raise PredictionError(answer)
+            raise PredictionError(PredictionFailure.NO_FEASIBLE_NODES, answer)
         return answer
 
     def predict(self, request: PredictRequest) -> PredictReply:
@@ -220,7 +228,7 @@ class Predictor:
                 figures = [None if d is None else self.max_acceptable(cluster, d) for d in demands]
                 reply.clusters[cluster] = ClusterPrediction(replicas=figures)
             except PredictionError as err:
-                reply.clusters[cluster] = ClusterPrediction(error=str(err))
+                reply.clusters[cluster] = ClusterPrediction(error=str(err), reason=err.reason)
         return reply
 
     def _reply(self, subject: str, data: bytes) -> AccommodationReply:
