@@ -41,10 +41,14 @@ def build_subscription(
     )
 
 
-def build_inventory(sub: Subscription, desired: list[int | None]) -> FeedInventory:
-    """The FeedInventory of a Subscription's feeds, as the FeedInventory controller writes it."""
+def build_inventory(
+    sub: Subscription, desired: list[int | None], requirements: dict[str, Any] | None = None
+) -> FeedInventory:
+    """The FeedInventory of a Subscription's feeds, as the FeedInventory controller writes it
+    (`requirements`: every feed's replicaRequirements)."""
+    extra = {"replicaRequirements": requirements} if requirements else {}
     feeds = [
-        {**feed.to_json_dict(), "desiredReplicas": replicas}
+        {**feed.to_json_dict(), "desiredReplicas": replicas, **extra}
         for feed, replicas in zip(sub.spec.feeds, desired, strict=True)
     ]
     return FeedInventory.model_validate(

@@ -1,0 +1,91 @@
+"""Capacity in the running scheduler and predictor: replicas with no room are reported, and placed
+when a cluster they select gains room past the threshold; the predictor's figures are kept."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from clusternet_nats.api.apps import Subscription
+from clusternet_nats.api.clusters import ManagedCluster
+from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
+from clusternet_nats.predictor.service import build as build_predictor
+from clusternet_nats.runtime.service import ServiceContext
+from clusternet_nats.scheduler.config import SchedulerConfiguration
+from clusternet_nats.scheduler.framework.registry import PluginContext
+from clusternet_nats.scheduler.plugins.predictor import NAME, predictor_factory
+from clusternet_nats.scheduler.plugins.registry import in_tree_registry
+from clusternet_nats.scheduler.profiles import build_profiles
+from clusternet_nats.scheduler.reconciler import SubscriptionScheduler
+from clusternet_nats.store import StatusStore, object_key
+from clusternet_nats.testing.inprocess import running_service
+from clusternet_nats.testing.natsserver import NatsServer
+from clusternet_nats.testing.waiting import eventually
+from nats.js import JetStreamContext
+
+from tests.scheduler.conftest import build_inventory
+from tests.scheduler.test_scheduler_service import Stores, selecting
+
+ClusterFactory = Callable[..., ManagedCluster]
+SubscriptionFactory = Callable[..., Subscription]
+DYNAMIC = {"type": "Dynamic", "dynamicDividing": {"strategy": "Spread"}}
+
+
+@pytest.fixture
+def hub(js: JetStreamContext) -> Stores:
+    return Stores(js)
+
+
+async def build_scheduler(ctx: ServiceContext) -> None:
+    """The default profile with the Predictor plugin, whether or not the in-tree registry has it yet."""
+    registry = in_tree_registry()
+    if NAME not in registry.names():
+        registry.register(NAME, predictor_factory)
+    SubscriptionScheduler(ctx, build_profiles(SchedulerConfiguration(), registry, PluginContext(service=ctx)))
+
+
+def nodes(cluster: ManagedCluster, count: int) -> NodeInventory:
+    one = {"cpu": "1", "memory": "4Gi", "pods": "110"}
+    items = [{"name": f"n{i}", "allocatable": one, "capacity": one, "requested": {}} for i in range(count)]
+    return NodeInventory.model_validate({"clusterId": cluster.spec.cluster_id, "nodes": items})
+
+
+async def test_replicas_without_room_are_reported_then_placed_when_a_cluster_grows(
+    nats_server: NatsServer,
+    hub: Stores,
+    js: JetStreamContext,
+    unique_ns: str,
+    make_cluster: ClusterFactory,
+    make_sub: SubscriptionFactory,
+) -> None:
+    a, b = [await hub.clusters.create(make_cluster(f"{unique_ns}-{x}", labels={"test": unique_ns})) for x in "ab"]
+    inventories = StatusStore(js, NODE_INVENTORIES_BUCKET, NodeInventory)
+    for cluster in (a, b):
+        await inventories.put(object_key(cluster.namespace, cluster.name), nodes(cluster, 1), 0)
+    feed = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": unique_ns}
+    dividing = {"schedulingStrategy": "Dividing", "dividingScheduling": DYNAMIC}
+    sub = await hub.subs.create(make_sub("app", unique_ns, selecting(unique_ns), feeds=[feed], **dividing))
+    await hub.inventories.create(build_inventory(sub, [6], {"resources": {"requests": {"cpu": "500m"}}}))
+    key = f"apps/v1/Deployment/{unique_ns}/web"
+    async with (
+        running_service("clusternet-predictor", build_predictor, nats_server.url),
+        running_service("clusternet-scheduler", build_scheduler, nats_server.url),
+    ):
+        # One 1-CPU node each: room for 2 replicas of 500m in each cluster, 4 of the 6.
+        binding = await hub.wait_bound(sub, [f"{unique_ns}-a/mc", f"{unique_ns}-b/mc"])
+        assert binding.replicas == {key: [2, 2]}
+        assert binding.unscheduled_replicas == {key: 2}
+        assert binding.predicted_replicas == {key: [2, 2]}
+        assert binding.condition is not None
+        assert (binding.condition.status, binding.condition.reason) == ("False", "PartiallyScheduled")
+        failed = await eventually(lambda: hub.events(sub, "FailedScheduling"), 5)
+        assert failed[0].startswith(f"could not place 2 replica(s) of {key}"), failed
+
+        # b gets a second node: room past the threshold, so the 2 left over go there.
+        current = await inventories.get(object_key(b.namespace, b.name))
+        assert current is not None
+        await inventories.put(object_key(b.namespace, b.name), nodes(b, 2), current.revision)
+        await eventually(lambda: hub.replicas(sub, {key: [2, 4]}), 10, what="the 2 left over placed on b")
+        binding = await eventually(lambda: hub.binding(sub), 5)
+        assert binding is not None and binding.unscheduled_replicas == {}
+        assert binding.condition is not None and binding.condition.status == "True"
