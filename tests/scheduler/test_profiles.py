@@ -219,9 +219,16 @@ async def test_the_bind_cycle_runs_in_order_and_unreserves_on_failure(permit: bo
         assert recorder.calls == ["reserve", "permit", "unreserve"]
 
 
-def test_the_scheduler_command_refuses_a_bad_config_naming_the_field(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("plugins", "field"),
+    [
+        ("{score: {enabled: [{name: X, weight: -1}]}}", "score.enabled[0].weight"),
+        ("{filter: {enabled: [{name: Nope}]}}", "filter.enabled[0].name"),
+    ],
+)
+def test_the_scheduler_command_refuses_a_bad_config_naming_the_field(tmp_path: Path, plugins: str, field: str) -> None:
     path = tmp_path / "sched.yaml"
-    path.write_text("profiles: [{schedulerName: a, plugins: {score: {enabled: [{name: X, weight: -1}]}}}]")
+    path.write_text(f"profiles: [{{schedulerName: a, plugins: {plugins}}}]")
     result = CliRunner().invoke(app, ["--config", str(path)], env={"COLUMNS": "400"})
-    assert result.exit_code == 2
-    assert "profiles[0].plugins.score.enabled[0].weight" in " ".join(result.output.split())
+    assert result.exit_code == 2, "refused before connecting to anything"
+    assert f"profiles[0].plugins.{field}" in " ".join(result.output.split())

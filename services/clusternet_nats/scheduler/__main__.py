@@ -7,6 +7,7 @@ import typer
 from clusternet_nats.runtime.options import with_common_options
 from clusternet_nats.runtime.service import CommonOptions, run
 from clusternet_nats.scheduler.config import CONFIG_ENV, ConfigError, SchedulerConfiguration, parse_config
+from clusternet_nats.scheduler.profiles import check_config
 from clusternet_nats.scheduler.service import builder
 
 app = typer.Typer(add_completion=False)
@@ -37,11 +38,13 @@ def scheduler(
     ] = None,
 ) -> None:
     """Binds Subscriptions to clusters and divides their replicas."""
+    source = str(config or "default configuration")
     try:
         configuration = read_config(config)
+        check_config(configuration, source=source)
     except ConfigError as err:
         raise typer.BadParameter(str(err), param_hint="--config") from None
-    run("clusternet-scheduler", common, builder(configuration, str(config or "default configuration")))
+    run("clusternet-scheduler", common, builder(configuration, source))
 
 
 def main() -> None:

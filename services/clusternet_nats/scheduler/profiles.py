@@ -8,6 +8,7 @@ tells the Subscription so.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, cast
 
 from clusternet_nats.api.apps import Subscription
@@ -86,21 +87,30 @@ def default_framework() -> Framework:
     return build_profiles().frameworks[DEFAULT_SCHEDULER_NAME]
 
 
-def _build(
-    profile: SchedulerProfile,
-    where: str,
-    config: SchedulerConfiguration,
-    registry: Registry,
-    context: PluginContext,
-    source: str,
-) -> Framework:
-    args: dict[str, Mapping[str, Any]] = {}
+@dataclass(frozen=True)
+class _Enabled:
+    point: str
+    ref: PluginRef
+    path: str
+    """Where the file enables it, for errors."""
+
+
+def check_config(
+    config: SchedulerConfiguration, registry: Registry | None = None, source: str = "scheduler config"
+) -> None:
+    """Every plugin the file names is registered; run at start, before anything connects (the
+    rest, which needs the plugins built, is checked when the profiles are built)."""
+    registry = registry or in_tree_registry()
+    for i, profile in enumerate(config.profiles):
+        _enabled(profile, f"profiles[{i}]", registry, source)
+
+
+def _enabled(profile: SchedulerProfile, where: str, registry: Registry, source: str) -> list[_Enabled]:
+    """The profile's plugins per extension point, defaults merged; unregistered defaults left out."""
     for k, entry in enumerate(profile.plugin_config):
         if entry.name not in registry:
             raise ConfigError(f"{source}: {where}.pluginConfig[{k}].name: unknown plugin {entry.name!r}")
-        args[entry.name] = entry.args
-    instances: dict[str, interfaces.Plugin] = {}
-    plugins = Plugins()
+    enabled = []
     defaults = default_plugins()
     for point in EXTENSION_POINTS:
         custom = getattr(profile.plugins, point)
@@ -114,11 +124,29 @@ def _build(
                     continue
                 known = ", ".join(registry.names())
                 raise ConfigError(f"{source}: {path}.name: unknown plugin {ref.name!r} (registered: {known})")
-            plugin = instances.get(ref.name) or _instantiate(ref, args, registry, context, source, where, profile)
-            instances[ref.name] = plugin
-            if not isinstance(plugin, PROTOCOLS[point]):
-                raise ConfigError(f"{source}: {path}.name: plugin {ref.name!r} has no {_camel(point)} extension point")
-            _add(plugins, point, plugin, ref)
+            enabled.append(_Enabled(point, ref, path))
+    return enabled
+
+
+def _build(
+    profile: SchedulerProfile,
+    where: str,
+    config: SchedulerConfiguration,
+    registry: Registry,
+    context: PluginContext,
+    source: str,
+) -> Framework:
+    args = {entry.name: entry.args for entry in profile.plugin_config}
+    instances: dict[str, interfaces.Plugin] = {}
+    plugins = Plugins()
+    for entry in _enabled(profile, where, registry, source):
+        name = entry.ref.name
+        plugin = instances.get(name) or _instantiate(entry.ref, args, registry, context, source, where, profile)
+        instances[name] = plugin
+        if not isinstance(plugin, PROTOCOLS[entry.point]):
+            point = _camel(entry.point)
+            raise ConfigError(f"{source}: {entry.path}.name: plugin {name!r} has no {point} extension point")
+        _add(plugins, entry.point, plugin, entry.ref)
     return Framework(
         plugins=plugins,
         profile_name=profile.scheduler_name,
