@@ -19,6 +19,8 @@ from clusternet_nats.hub.events import Events
 from clusternet_nats.hub.predictor_routes import PredictorRoutes
 from clusternet_nats.hub.registration.http import ApprovalRoutes, TokenRoutes
 from clusternet_nats.hub.resources import Resources
+from clusternet_nats.hub.shadow import Shadow
+from clusternet_nats.hub.writes import Writer
 from clusternet_nats.runtime.health import add_health_routes
 from clusternet_nats.runtime.metrics import Metrics
 from clusternet_nats.store.buckets import MAX_VALUE_BYTES
@@ -65,5 +67,7 @@ def make_app(nc: NATS, metrics: Metrics, ready: Callable[[], bool], gate: Gate) 
     # Before the generic /apis/<group>/<version>/<plural> routes:
     TokenRoutes(js).add_routes(app)
     ApprovalRoutes(js).add_routes(app)
-    Resources(ObjectViews(js)).add_routes(app)
+    views = ObjectViews(js)
+    Shadow(Writer(views)).add_routes(app)
+    Resources(views).add_routes(app)
     return app

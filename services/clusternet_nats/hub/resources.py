@@ -1,4 +1,4 @@
-"""Kubernetes-style REST paths for every kind in the registry, plus Clusternet's shadow path.
+"""Kubernetes-style REST paths for every kind in the registry (the shadow API is in shadow.py).
 
 Routes are generic (`/apis/{group}/{version}/...`) and resolved against the registry, so a kind
 added to the API package is served without touching the hub. Cluster-scoped and namespaced
@@ -8,14 +8,9 @@ kinds share the same handlers; a path of the wrong scope is a 404, as on kube-ap
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
 
 from aiohttp import web
-from clusternet_nats.api import KindInfo, KubeObject, all_kinds, by_kind
-from clusternet_nats.api.labels import CONFIG_KIND, CONFIG_NAME, CONFIG_NAMESPACE
-from clusternet_nats.api.loader import guess_resource
-from clusternet_nats.api.paths import SHADOW_OBJECTS_PATH, collection_path, object_path
-from clusternet_nats.hub.auth.gate import authorize_as, authorizes_itself
+from clusternet_nats.api import KindInfo, KubeObject, all_kinds
 from clusternet_nats.hub.bodies import agree_with_path, dry_run, parse, read_body
 from clusternet_nats.hub.errors import bad_request, no_such_path, not_found
 from clusternet_nats.hub.selectors import parse_label_selector
@@ -30,7 +25,7 @@ def object_response(obj: KubeObject, status: int = 200) -> web.Response:
     return web.Response(body=obj.to_json(), status=status, content_type="application/json")
 
 
-def _written(written: Written) -> web.Response:
+def written_response(written: Written) -> web.Response:
     return object_response(written.obj, 201 if written.created else 200)
 
 
@@ -42,8 +37,6 @@ class Resources:
 
     def add_routes(self, app: web.Application) -> None:
         router = app.router
-        router.add_post(SHADOW_OBJECTS_PATH, self.shadow_create)
-        router.add_put(SHADOW_OBJECTS_PATH, self.shadow_apply)
         for collection in (_BASE + "/{plural}", _NAMESPACED):
             router.add_get(collection, self.list)
             router.add_post(collection, self.create)
@@ -90,44 +83,14 @@ class Resources:
     async def create(self, request: web.Request) -> web.Response:
         info, namespace = self._kind(request, one_namespace=True)
         obj = parse(agree_with_path(await read_body(request), info, namespace, None))
-        return _written(await self.writer.create(info, obj, dry_run(request)))
+        return written_response(await self.writer.create(info, obj, dry_run(request)))
 
     async def replace(self, request: web.Request) -> web.Response:
         info, namespace = self._kind(request, one_namespace=True)
         obj = parse(agree_with_path(await read_body(request), info, namespace, request.match_info["name"]))
-        return _written(await self.writer.replace(info, obj, dry_run(request)))
+        return written_response(await self.writer.replace(info, obj, dry_run(request)))
 
     async def delete(self, request: web.Request) -> web.Response:
         info, namespace = self._kind(request, one_namespace=True)
         obj = await self.writer.delete(info, namespace, request.match_info["name"], dry_run(request))
         return object_response(obj)
-
-    @authorizes_itself
-    async def shadow_create(self, request: web.Request) -> web.Response:
-        body = await read_body(request)
-        obj = parse(body)
-        await authorize_as(request, "POST", shadow_path(body, obj, named=False))
-        return _written(await self.writer.create(by_kind(obj.kind), obj, dry_run(request)))
-
-    @authorizes_itself
-    async def shadow_apply(self, request: web.Request) -> web.Response:
-        body = await read_body(request)
-        obj = parse(body)
-        await authorize_as(request, "PUT", shadow_path(body, obj, named=True))
-        return _written(await self.writer.replace(by_kind(obj.kind), obj, dry_run(request)))
-
-
-def shadow_path(body: dict[str, Any], obj: KubeObject, named: bool) -> str:
-    """The path that says what a shadow write touches, for authorization: the kind's own path for
-    Clusternet's kinds, else Clusternet's shadow path of the wrapped object
-    (`/apis/shadow/v1alpha1/namespaces/<ns>/<resource>[/<name>]`) as Clusternet's shadow API serves it."""
-    if body.get("kind") == obj.kind:  # one of ours, not wrapped in a Manifest
-        info = by_kind(obj.kind)
-        namespace = obj.metadata.namespace
-        return object_path(info, namespace, obj.name) if named else collection_path(info, namespace)
-    meta = obj.metadata.labels or {}
-    namespace = meta.get(CONFIG_NAMESPACE)
-    base = SHADOW_OBJECTS_PATH.rsplit("/", 1)[0]
-    scope = f"/namespaces/{quote(namespace, safe='')}" if namespace else ""
-    path = f"{base}{scope}/{guess_resource(meta.get(CONFIG_KIND, ''))}"
-    return f"{path}/{quote(meta.get(CONFIG_NAME, ''), safe='')}" if named else path
