@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 from clusternet_nats.agent.backends.sim import Sizing
+from clusternet_nats.agent.backends.sim.nodes import parse_taints_cycle
 from clusternet_nats.agent.cluster_agent import StatusSettings
 from clusternet_nats.agent.collector import (
     DEFAULT_COLLECT_FREQUENCY,
@@ -19,6 +20,7 @@ from clusternet_nats.agent.identity import parse_labels, parse_labels_cycle
 from clusternet_nats.agent.registration import RegistrationSettings, registered_process
 from clusternet_nats.agent.service import SERVICE, Agent, AgentOptions, Backend, with_cluster_id
 from clusternet_nats.api.clusters import ClusterSyncMode
+from clusternet_nats.api.meta import Taint
 from clusternet_nats.runtime.options import with_common_options
 from clusternet_nats.runtime.service import CommonOptions, run
 
@@ -35,6 +37,13 @@ def _labels(text: str) -> dict[str, str]:
 def _labels_cycle(text: str) -> list[dict[str, str]]:
     try:
         return parse_labels_cycle(text)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+
+
+def _taints(text: str) -> tuple[tuple[Taint, ...], ...]:
+    try:
+        return tuple(parse_taints_cycle(text))
     except ValueError as err:
         raise typer.BadParameter(str(err)) from None
 
@@ -66,6 +75,9 @@ def agent(
     ] = None,
     sim_node_labels: Annotated[
         str, _option("--sim-node-labels", "Label sets k=v,...;k=v,... given to simulated nodes in turn.")
+    ] = "",
+    sim_node_taints: Annotated[
+        str, _option("--sim-node-taints", "Taint sets k=v:Effect,...;... given to simulated nodes in turn.")
     ] = "",
     report_frequency: Annotated[
         float,
@@ -121,7 +133,9 @@ def agent(
         sync_mode=sync_mode,
         sim_clusters=sim_clusters,
         sim_labels_cycle=_labels_cycle(sim_labels_cycle),
-        sizing=Sizing(sim_nodes, sim_node_cpu, sim_node_memory, tuple(_labels_cycle(sim_node_labels))),
+        sizing=Sizing(
+            sim_nodes, sim_node_cpu, sim_node_memory, tuple(_labels_cycle(sim_node_labels)), _taints(sim_node_taints)
+        ),
         state_dir=state_dir,
         report_frequency=report_frequency,
         backend=backend,

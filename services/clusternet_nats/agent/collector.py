@@ -119,6 +119,8 @@ class StatusCollector:
                 capacity=n.capacity,
                 allocatable=n.allocatable,
                 requested=n.requested,
+                taints=list(n.taints),
+                unschedulable=n.unschedulable,
             )
             for n in facts.nodes
         ]

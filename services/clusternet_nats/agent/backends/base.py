@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from clusternet_nats.api.apps import HelmChart
+from clusternet_nats.api.meta import Taint
 
 RawObject = Mapping[str, Any]
 """One decoded Kubernetes object, as JSON gives it (not the Clusternet kind `Manifest`)."""
@@ -45,7 +46,8 @@ class ApplyOutcome:
 
 @dataclass(frozen=True)
 class NodeFacts:
-    """One node as the predictor needs it: labels, readiness, and what its pods request."""
+    """One node as the predictor needs it: labels, readiness, taints, whether it is cordoned, and
+    what its pods request (`pods`: how many)."""
 
     name: str
     ready: bool
@@ -53,6 +55,8 @@ class NodeFacts:
     capacity: dict[str, str]
     allocatable: dict[str, str]
     requested: dict[str, str]
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
 
 
 @dataclass(frozen=True)

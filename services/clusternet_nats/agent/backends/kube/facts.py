@@ -2,8 +2,9 @@
 
 Version and platform from `/version`, health from `/healthz`, `/livez`, `/readyz`, node
 counts by Ready condition (no condition at all is "lost"), capacity and allocatable summed over
-nodes, pods running and total, and per node what its scheduled, unfinished pods request, so the
-predictor can tell whether a replica fits on one node rather than in the sum. Resource usage is
+nodes, pods running and total, and per node its taints, whether it is cordoned and what its
+scheduled, unfinished pods request, so the predictor can tell whether a replica fits on one node
+rather than in the sum. Resource usage is
 what running pods request: Clusternet reads metrics-server, which a cluster need not run. Summing
 and counting are pure functions of the listed objects; `gather` only fetches.
 """
@@ -16,7 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from clusternet_nats.agent.backends.base import ClusterFacts, NodeFacts
+from clusternet_nats.api.meta import Taint
 from clusternet_nats.api.quantity import cpu_text, memory_text, milli_value, value
+from clusternet_nats.domain.replicas import replica_requirements
 from clusternet_nats.kube.rest import Json, KubeApi
 
 _FINISHED = ("Succeeded", "Failed")
@@ -53,9 +56,10 @@ def ready_condition(node: Json) -> str:
 
 
 def pod_requests(pod: Json) -> dict[str, str]:
-    """What a pod asks the scheduler for: its containers' requests (init containers aside)."""
-    containers = pod.get("spec", {}).get("containers") or []
-    return sum_resources((c.get("resources") or {}).get("requests") or {} for c in containers)
+    """What a pod asks the scheduler for, as the scheduler counts it: its containers' requests
+    summed, raised to any init container's (domain.replicas, the FeedInventory's own rule)."""
+    resources = replica_requirements(pod.get("spec") or {}, "spec").resources
+    return sum_resources([(resources.requests if resources else None) or {}])
 
 
 def node_facts(nodes: Sequence[Json], pods: Sequence[Json]) -> list[NodeFacts]:
@@ -66,7 +70,7 @@ def node_facts(nodes: Sequence[Json], pods: Sequence[Json]) -> list[NodeFacts]:
             by_node[node_name].append({**pod_requests(pod), "pods": "1"})
     out = []
     for node in nodes:
-        meta, status = node["metadata"], node.get("status", {})
+        meta, spec, status = node["metadata"], node.get("spec") or {}, node.get("status", {})
         out.append(
             NodeFacts(
                 name=meta["name"],
@@ -75,6 +79,8 @@ def node_facts(nodes: Sequence[Json], pods: Sequence[Json]) -> list[NodeFacts]:
                 capacity=sum_resources([status.get("capacity") or {}]),
                 allocatable=sum_resources([status.get("allocatable") or {}]),
                 requested=sum_resources(by_node[meta["name"]]),
+                taints=tuple(Taint.model_validate(t) for t in spec.get("taints") or []),
+                unschedulable=bool(spec.get("unschedulable")),
             )
         )
     return out

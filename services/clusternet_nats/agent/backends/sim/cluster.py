@@ -155,12 +155,7 @@ class SimCluster:
 
     def _node_facts(self) -> list[NodeFacts]:
         used = self._placement.per_node or [(0, 0, 0)] * len(self.nodes)
-        out = []
-        for node, (cpu, memory, pods) in zip(self.nodes, used, strict=True):
-            size = nodes.resources(node.cpu, node.memory, node.pods)
-            requested = nodes.resources(cpu, memory, pods)
-            out.append(NodeFacts(node.name, True, dict(node.labels), size, dict(size), requested))
-        return out
+        return [node.facts(cpu, memory, pods) for node, (cpu, memory, pods) in zip(self.nodes, used, strict=True)]
 
     # -- inside the cluster ----------------------------------------------------------------
 
