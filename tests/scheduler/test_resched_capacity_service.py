@@ -17,6 +17,7 @@ from clusternet_nats.scheduler.plugins.predictor import NAME, predictor_factory
 from clusternet_nats.scheduler.plugins.registry import in_tree_registry
 from clusternet_nats.scheduler.profiles import build_profiles
 from clusternet_nats.scheduler.reconciler import SubscriptionScheduler
+from clusternet_nats.scheduler.service import build
 from clusternet_nats.store import StatusStore, object_key
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
@@ -89,3 +90,40 @@ async def test_replicas_without_room_are_reported_then_placed_when_a_cluster_gro
         binding = await eventually(lambda: hub.binding(sub), 5)
         assert binding is not None and binding.unscheduled_replicas == {}
         assert binding.condition is not None and binding.condition.status == "True"
+
+
+@pytest.mark.skipif(
+    NAME not in in_tree_registry().names(), reason="the scheduler's default build has no Predictor plugin yet"
+)
+async def test_a_higher_priority_subscription_takes_the_room_and_the_preempted_one_is_told(
+    nats_server: NatsServer,
+    hub: Stores,
+    js: JetStreamContext,
+    unique_ns: str,
+    make_cluster: ClusterFactory,
+    make_sub: SubscriptionFactory,
+) -> None:
+    a = await hub.clusters.create(make_cluster(f"{unique_ns}-a", labels={"test": unique_ns}))
+    await StatusStore(js, NODE_INVENTORIES_BUCKET, NodeInventory).put(object_key(a.namespace, a.name), nodes(a, 1), 0)
+    requests = {"resources": {"requests": {"cpu": "500m"}}}
+    dividing = {"schedulingStrategy": "Dividing", "dividingScheduling": DYNAMIC}
+
+    async def dynamic(name: str, priority: int) -> Subscription:
+        feed = {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": unique_ns}
+        sub = make_sub(name, unique_ns, selecting(unique_ns), feeds=[feed], priority=priority, **dividing)
+        await hub.inventories.create(build_inventory(sub, [2], requests))
+        return await hub.subs.create(sub)
+
+    async with (
+        running_service("clusternet-predictor", build_predictor, nats_server.url),
+        running_service("clusternet-scheduler", build, nats_server.url),
+    ):
+        low = await dynamic("low", 0)
+        await eventually(lambda: hub.replicas(low, {f"apps/v1/Deployment/{unique_ns}/low": [2]}), 10)
+        high = await dynamic("high", 10)
+        await eventually(lambda: hub.replicas(high, {f"apps/v1/Deployment/{unique_ns}/high": [2]}), 10)
+        told = await eventually(lambda: hub.events(low, "Preempted"), 10)
+        assert told == [f"preempted by {unique_ns}/high (priority 10): rescheduling"]
+        # Divided again from nothing: the room on a is the high-priority Subscription's now.
+        binding = await eventually(lambda: hub.draining_or_unplaced(low), 10, what="low left without room")
+        assert binding.unscheduled_replicas == {f"apps/v1/Deployment/{unique_ns}/low": 2}

@@ -61,6 +61,10 @@ class Stores:
         binding = await self.binding(sub)
         return binding if binding is not None and binding.draining_clusters else None
 
+    async def draining_or_unplaced(self, sub: Subscription) -> SubscriptionBinding | None:
+        binding = await self.binding(sub)
+        return binding if binding is not None and binding.unscheduled_replicas else None
+
     async def replicas(self, sub: Subscription, replicas: dict[str, list[int]]) -> bool:
         binding = await self.binding(sub)
         return binding is not None and binding.replicas == replicas

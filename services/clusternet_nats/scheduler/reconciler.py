@@ -150,6 +150,8 @@ class SubscriptionScheduler:
         self.capacity = CapacityTracker()
         self._written: dict[str, SubscriptionBinding] = {}
         self._warned: dict[str, str] = {}
+        self._preempted_keys: set[str] = set()
+        """Subscriptions that gave way to a higher-priority one: divided again from nothing."""
         self.queue = ctx.queue(
             "scheduler", self.reconcile, on_parked=self._parked, priority=self._priority, base_delay=INITIAL_BACKOFF
         )
@@ -236,6 +238,7 @@ class SubscriptionScheduler:
         if sub is None:
             self._warned.pop(key, None)
             self._written.pop(key, None)
+            self._preempted_keys.discard(key)
             if self.bindings.get(key) is not None:
                 await self.store.bucket.delete(key, self.bindings.revision(key))
                 log.info("binding.deleted", subscription=key)
@@ -254,9 +257,11 @@ class SubscriptionScheduler:
             return
         lost, gone = self._lost_clusters(framework, sub, stored) if dividing else (set(), set())
         draining = [c for c in stored.draining_clusters if c not in gone] if stored is not None else []
-        if dividing and not self._admit(sub, stored, finv, lost, draining):
+        preempted = key in self._preempted_keys
+        if dividing and not preempted and not self._admit(sub, stored, finv, lost, draining):
             return
-        current = without(stored, {*lost, *draining}) if stored is not None else None
+        # A preempted Subscription keeps nothing: its replicas are placed again where room is left.
+        current = without(stored, {*lost, *draining}) if stored is not None and not preempted else None
         decision = await self._schedule(framework, key, sub, finv, current)
         binding = self._with_figures(
             decision.binding, decision.failure, stored, decision.unscheduled, finv, decision.predictions
@@ -270,6 +275,7 @@ class SubscriptionScheduler:
         bound = await framework.run_bind_cycle(sub, binding, self)
         if not bound.is_success:
             raise BindError(f"binding {key} not written: {bound.message}")
+        self._preempted_keys.discard(key)
         await self._tell(key, sub, binding, decision.failure, changed, lost - gone)
         await self._preempted(sub, decision.preempted)
 
@@ -383,6 +389,7 @@ class SubscriptionScheduler:
             victim = self.subscriptions.get(victim_key)
             if victim is None:
                 continue
+            self._preempted_keys.add(victim_key)
             self.queue.add(victim_key)
             priority = sub.spec.priority or 0
             await self.recorder.normal(
