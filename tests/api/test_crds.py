@@ -97,7 +97,11 @@ def test_schemas_are_structural(kind: str) -> None:
 
 def test_free_form_quantity_and_bytes_fields() -> None:
     manifest = _our_schema("Manifest")["properties"]["template"]
-    assert manifest == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    assert manifest == {
+        "description": "Template defines the raw Kubernetes resource",
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
     raw = _our_schema("Description")["properties"]["spec"]["properties"]["raw"]["items"]
     assert raw == {"type": "string", "format": "byte"}
     allocatable = _our_schema("ManagedCluster")["properties"]["status"]["properties"]["allocatable"]

@@ -287,8 +287,14 @@ class SelectorOperator(StrEnum):
 
 class LabelSelectorRequirement(Model):
     key: str
+    """key is the label key that the selector applies to."""
     operator: SelectorOperator
+    """operator represents a key's relationship to a set of values. Valid operators are In, NotIn, Exists and
+    DoesNotExist."""
     values: list[str] | None = None
+    """values is an array of string values. If the operator is In or NotIn, the values array must be non-empty. If the
+    operator is Exists or DoesNotExist, the values array must be empty. This array is replaced during a strategic
+    merge patch."""
 
     @model_validator(mode="after")
     def _values_match_operator(self) -> Self:
@@ -301,7 +307,11 @@ class LabelSelectorRequirement(Model):
 
 class LabelSelector(Model):
     match_labels: dict[str, str] | None = None
+    """matchLabels is a map of {key,value} pairs. A single {key,value} in the matchLabels map is equivalent to an
+    element of matchExpressions, whose key field is "key", the operator is "In", and the values array contains only
+    "value". The requirements are ANDed."""
     match_expressions: list[LabelSelectorRequirement] | None = None
+    """matchExpressions is a list of label selector requirements. The requirements are ANDed."""
 
     def matches(self, labels: dict[str, str]) -> bool:
         """Kubernetes label-selector semantics; an empty selector matches everything."""
@@ -335,18 +345,28 @@ class NodeSelectorOperator(StrEnum):
 
 class NodeSelectorRequirement(Model):
     key: str
+    """The label key that the selector applies to."""
     operator: str
+    """Represents a key's relationship to a set of values. Valid operators are In, NotIn, Exists, DoesNotExist. Gt, and
+    Lt."""
     values: list[str] | None = None
+    """An array of string values. If the operator is In or NotIn, the values array must be non-empty. If the operator is
+    Exists or DoesNotExist, the values array must be empty. If the operator is Gt or Lt, the values array must have a
+    single element, which will be interpreted as an integer. This array is replaced during a strategic merge patch."""
 
 
 class NodeSelectorTerm(Model):
     match_expressions: list[NodeSelectorRequirement] | None = None
+    """A list of node selector requirements by node's labels."""
     match_fields: list[NodeSelectorRequirement] | None = None
+    """A list of node selector requirements by node's fields."""
 
 
 class PreferredSchedulingTerm(Model):
     preference: NodeSelectorTerm
+    """A node selector term, associated with the corresponding weight."""
     weight: Int32
+    """Weight associated with matching the corresponding nodeSelectorTerm, in the range 1-100."""
 
 
 class TaintEffect(StrEnum):
@@ -357,17 +377,33 @@ class TaintEffect(StrEnum):
 
 class Taint(Model):
     key: str
+    """Required. The taint key to be applied to a node."""
     effect: str
+    """Required. The effect of the taint on pods that do not tolerate the taint. Valid effects are NoSchedule,
+    PreferNoSchedule and NoExecute."""
     value: str | None = None
+    """The taint value corresponding to the taint key."""
     time_added: datetime | None = None
+    """TimeAdded represents the time at which the taint was added. It is only written for NoExecute taints."""
 
 
 class Toleration(Model):
     key: str | None = None
+    """Key is the taint key that the toleration applies to. Empty means match all taint keys. If the key is empty,
+    operator must be Exists; this combination means to match all values and all keys."""
     operator: str | None = None
+    """Operator represents a key's relationship to the value. Valid operators are Exists and Equal. Defaults to Equal.
+    Exists is equivalent to wildcard for value, so that a pod can tolerate all taints of a particular category."""
     value: str | None = None
+    """Value is the taint value the toleration matches to. If the operator is Exists, the value should be empty,
+    otherwise just a regular string."""
     effect: str | None = None
+    """Effect indicates the taint effect to match. Empty means match all taint effects. When specified, allowed values
+    are NoSchedule, PreferNoSchedule and NoExecute."""
     toleration_seconds: Int64 | None = None
+    """TolerationSeconds represents the period of time the toleration (which must be of effect NoExecute, otherwise this
+    field is ignored) tolerates the taint. By default, it is not set, which means tolerate the taint forever (do not
+    evict). Zero and negative values will be treated as 0 (evict immediately) by the system."""
 
     def tolerates(self, taint: Taint) -> bool:
         """core/v1 Toleration.ToleratesTaint semantics."""
@@ -391,20 +427,36 @@ class ConditionStatus(StrEnum):
 
 class Condition(Model):
     type: Annotated[str, Field(max_length=316, pattern=CONDITION_TYPE)]
+    """type of condition in CamelCase or in foo.example.com/CamelCase."""
     status: ConditionStatus
+    """status of the condition, one of True, False, Unknown."""
     last_transition_time: datetime
+    """lastTransitionTime is the last time the condition transitioned from one status to another. This should be when
+    the underlying condition changed. If that is not known, then using the time when the API field changed is
+    acceptable."""
     reason: Annotated[str, Field(max_length=1024, pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")]
+    """reason contains a programmatic identifier indicating the reason for the condition's last transition. Producers of
+    specific condition types may define expected values and meanings for this field, and whether the values are
+    considered a guaranteed API. The value should be a CamelCase string. This field may not be empty."""
     message: Annotated[str, Field(max_length=32768)]
+    """message is a human readable message indicating details about the transition. This may be an empty string."""
     observed_generation: Annotated[int, Strict(), Field(ge=0, le=2**63 - 1)] | None = None
+    """observedGeneration represents the .metadata.generation that the condition was set based upon. For instance, if
+    .metadata.generation is currently 12, but the .status.conditions[x].observedGeneration is 9, the condition is out
+    of date with respect to the current state of the instance."""
 
 
 class Feed(Model):
     """A reference to one resource a Subscription distributes."""
 
     api_version: str
+    """APIVersion defines the versioned schema of this representation of an object."""
     kind: str
+    """Kind is a string value representing the REST resource this object represents. In CamelCase."""
     name: str
+    """Name of the target resource."""
     namespace: str | None = None
+    """Namespace of the target resource."""
 
     def group_version(self) -> tuple[str, str]:
         group, _, version = self.api_version.rpartition("/")
