@@ -22,6 +22,8 @@ from clusternet_nats.api.loader import parse_object
 from clusternet_nats.api.meta import KubeObject
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.deployer.service import build as build_deployer
+from clusternet_nats.hub.feedinventory import FeedInventoryController
+from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.scheduler.service import build as build_scheduler
 from clusternet_nats.store import BINDINGS_BUCKET, ObjectStore, StatusStore
 from clusternet_nats.testing.inprocess import running_service
@@ -35,6 +37,11 @@ FEEDS = [
     {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api"},
 ]
 KEYS = {"v1/Namespace/shop": [], "apps/v1/Deployment/shop/web": [4], "apps/v1/Deployment/api": [2]}
+
+
+async def build_feed_inventories(ctx: ServiceContext) -> None:
+    """The hub's FeedInventory controller alone: the scheduler divides what it writes."""
+    FeedInventoryController(ctx)
 
 
 def deployment(name: str, replicas: int, namespace: str | None = None) -> dict[str, Any]:
@@ -83,7 +90,12 @@ async def test_scheduler_deployer_and_status_agree_on_every_kind_of_feed(
     bindings = StatusStore(private_js, BINDINGS_BUCKET, SubscriptionBinding)
     statuses = StatusStore(private_js, "subscriptions-status", SubscriptionStatus)
     async with contextlib.AsyncExitStack() as stack:
-        for name, build in (("clusternet-scheduler", build_scheduler), ("clusternet-deployer", build_deployer)):
+        services = (
+            ("clusternet-feedinventory", build_feed_inventories),
+            ("clusternet-scheduler", build_scheduler),
+            ("clusternet-deployer", build_deployer),
+        )
+        for name, build in services:
             await stack.enter_async_context(running_service(name, build, private_nats.url))
         await stack.enter_async_context(running_service("agent", agent.build, private_nats.url))
         for obj in OBJECTS:

@@ -39,8 +39,8 @@ from clusternet_nats.domain.feeds import (
     manifest_selectors,
     names_object,
 )
+from clusternet_nats.domain.replicas import feed_order
 from clusternet_nats.kube.discovery import Resource
-from clusternet_nats.scheduler.feeds import FeedManifests, ManifestMissingError
 from clusternet_nats.scheduler.framework.interfaces import CycleState, TargetClusters
 from clusternet_nats.scheduler.plugins.static_assigner import StaticAssigner
 from clusternet_nats.store import object_key
@@ -151,10 +151,8 @@ def test_every_service_finds_the_same_object_for_a_feed(case: Case) -> None:
     assert feed_selector(feed).namespace == case.namespace
     assert feed_selector(feed) in manifest_selectors(manifest)
 
-    # scheduler: the Manifest holding the feed gives its replicas
-    scheduler = FeedManifests()
-    scheduler.update(object_key(manifest.namespace, manifest.name), manifest)
-    replicas = scheduler.desired_replicas(feed)
+    # FeedInventory controller: the Manifest the feed selects gives its replicas, which the scheduler divides
+    replicas = feed_order(feed, manifest.template).desired_replicas
     assert replicas == (3 if case.applied["kind"] == "Deployment" else None)
 
     # scheduler -> deployer: the replicas the scheduler keys by the feed are the ones rendered
@@ -191,11 +189,8 @@ def test_every_service_finds_the_same_object_for_a_feed(case: Case) -> None:
 
 def test_a_namespace_less_feed_of_a_namespaced_kind_means_default_only() -> None:
     feed = Feed(api_version="apps/v1", kind="Deployment", name="web")
-    scheduler = FeedManifests()
     elsewhere = manifest_of(Case({}, deployment("web", "shop"), DEPLOYMENTS, "", None))
-    scheduler.update(object_key(elsewhere.namespace, elsewhere.name), elsewhere)
-    with pytest.raises(ManifestMissingError, match="Deployment web not found"):
-        scheduler.desired_replicas(feed)
+    assert feed_selector(feed) not in manifest_selectors(elsewhere), "the FeedInventory controller finds no Manifest"
     assert not names_object(feed, Feed(api_version="apps/v1", kind="Deployment", namespace="shop", name="web"))
     assert feed_selector(feed) == Selector("apps/v1", "Deployment", "default", "web")
 
@@ -203,14 +198,11 @@ def test_a_namespace_less_feed_of_a_namespaced_kind_means_default_only() -> None
 def test_a_namespace_less_feed_of_unknown_scope_selects_any_namespace() -> None:
     """Clusternet's selector leaves the namespace out; its FeedInventory reads the first match."""
     feed = Feed(api_version="example.com/v1", kind="Widget", name="w")
-    scheduler = FeedManifests()
-    with pytest.raises(ManifestMissingError):
-        scheduler.desired_replicas(feed)
     widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "zeta"}}
     manifest = parse_object(widget)
     assert isinstance(manifest, Manifest)
-    scheduler.update(object_key(manifest.namespace, manifest.name), manifest)
-    assert scheduler.desired_replicas(feed) is None, "found, and not a workload"
+    assert feed_selector(feed) in manifest_selectors(manifest), "found in whatever namespace"
+    assert feed_order(feed, manifest.template).desired_replicas is None, "and not a workload"
     zeta = Feed(api_version="example.com/v1", kind="Widget", namespace="zeta", name="w")
     assert names_object(feed, zeta)
     assert not names_object(Feed(api_version="example.com/v1", kind="Widget", namespace="alpha", name="w"), zeta)

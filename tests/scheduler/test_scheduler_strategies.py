@@ -1,33 +1,20 @@
-"""Whole decisions as functions of clusters, a Subscription and its FeedInventory; feed Manifests."""
+"""Whole decisions as functions of clusters, a Subscription and its FeedInventory."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
-import pytest
-from clusternet_nats.api.apps import FeedInventory, Manifest, Subscription
+from clusternet_nats.api.apps import FeedInventory, Subscription
 from clusternet_nats.api.binding import spec_hash
 from clusternet_nats.api.clusters import ManagedCluster
-from clusternet_nats.api.loader import parse_object
-from clusternet_nats.api.meta import Feed
 from clusternet_nats.scheduler.algorithm import schedule
-from clusternet_nats.scheduler.feeds import FeedManifests, ManifestMissingError
 from clusternet_nats.scheduler.profiles import default_framework
 
 ClusterFactory = Callable[..., ManagedCluster]
 SubscriptionFactory = Callable[..., Subscription]
 WEB = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": "app"}
 WEB_KEY = "apps/v1/Deployment/app/web"
-
-
-def deployment_manifest(replicas: int | None, kind: str = "Deployment") -> Manifest:
-    spec: dict[str, Any] = {} if replicas is None else {"replicas": replicas}
-    metadata = {"name": "web", "namespace": "app"}
-    obj = parse_object({"apiVersion": "apps/v1", "kind": kind, "metadata": metadata, "spec": spec})
-    assert isinstance(obj, Manifest)
-    return obj
 
 
 async def test_replication_binds_every_feasible_cluster_sorted(
@@ -80,22 +67,3 @@ async def test_static_dividing_reads_replicas_from_the_feed_inventory(
     assert decision.unscheduled == {} and decision.predictions == {} and decision.preempted == []
     without = await schedule(default_framework(), sub, clusters, None, None)
     assert without.binding.replicas == {WEB_KEY: []}, "no FeedInventory: nothing known to divide"
-
-
-def test_feed_manifests_follow_changes_and_only_workloads_have_replicas() -> None:
-    manifests = FeedManifests()
-    web = Feed.model_validate(WEB)
-    daemons = Feed.model_validate({**WEB, "kind": "DaemonSet"})
-    key = "clusternet-reserved.deployments.app.web"
-    manifests.update(key, deployment_manifest(3))
-    assert manifests.desired_replicas(web) == 3
-    manifests.update(key, deployment_manifest(None))
-    assert manifests.desired_replicas(web) is None, "a Deployment without spec.replicas has none to divide"
-    changed = manifests.update(key, deployment_manifest(3, kind="DaemonSet"))
-    assert len(changed) == 2, "both the feed the Manifest held and the one it holds now changed"
-    assert manifests.desired_replicas(daemons) is None, "Clusternet divides only Deployments, ReplicaSets, StatefulSets"
-    with pytest.raises(ManifestMissingError):
-        manifests.desired_replicas(web)
-    manifests.update(key, None)
-    with pytest.raises(ManifestMissingError):
-        manifests.desired_replicas(daemons)

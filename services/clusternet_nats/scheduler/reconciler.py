@@ -36,9 +36,6 @@ from datetime import UTC, datetime
 import structlog
 from clusternet_nats.api.apps import (
     FeedInventory,
-    FeedInventorySpec,
-    FeedOrder,
-    Manifest,
     SchedulingStrategy,
     Subscription,
     SubscriptionStatus,
@@ -46,22 +43,20 @@ from clusternet_nats.api.apps import (
 from clusternet_nats.api.binding import SubscriptionBinding, spec_hash
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
-from clusternet_nats.api.labels import RESERVED_NAMESPACE
 from clusternet_nats.api.meta import Condition, ConditionStatus
 from clusternet_nats.api.registry import KindInfo
-from clusternet_nats.domain.feeds import feed_key, feed_selector
+from clusternet_nats.domain.feeds import feed_key
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.scheduler.algorithm import Decision, schedule
 from clusternet_nats.scheduler.capacity import CapacityTracker
 from clusternet_nats.scheduler.dependencies import Dependencies
 from clusternet_nats.scheduler.failover import available_replicas, replacement_available, with_draining, without
-from clusternet_nats.scheduler.feeds import FeedManifests, ManifestMissingError
 from clusternet_nats.scheduler.framework import Framework
 from clusternet_nats.scheduler.framework.interfaces import BoundSubscription, FeedReplicas
 from clusternet_nats.scheduler.plugins.cluster_affinity import ClusterAffinity
 from clusternet_nats.scheduler.profiles import Profiles
 from clusternet_nats.store import BINDINGS_BUCKET, StatusStore
-from clusternet_nats.store.keys import namespace_filter, object_key, split_key
+from clusternet_nats.store.keys import object_key, split_key
 
 SCHEDULED = "Scheduled"
 FAILED_SCHEDULING = "FailedScheduling"
@@ -159,9 +154,6 @@ class SubscriptionScheduler:
         self.bindings.add_handler(self._binding_changed)
         self.inventories.add_handler(lambda key, _finv: self._enqueue([key]))
         self.clusters.add_handler(self._cluster_changed)
-        self.manifests = ctx.objects(Manifest, namespace_filter(RESERVED_NAMESPACE))
-        self.feeds = FeedManifests()
-        self.manifests.add_handler(self._manifest_changed)
         self.node_inventories.add_handler(self._inventory_changed)
         self.statuses.add_handler(self._status_changed)
 
@@ -184,16 +176,6 @@ class SubscriptionScheduler:
         self.dependencies.binding_changed(key, binding)
         if binding != self._written.get(key):
             self.queue.add(key)
-
-    def _manifest_changed(self, key: str, manifest: Manifest | None) -> None:
-        changed = self.feeds.update(key, manifest)
-        if self.manifests.synced:
-            self._enqueue(
-                sub_key
-                for sub_key, sub in self.subscriptions.items()
-                if sub.spec.scheduling_strategy == SchedulingStrategy.DIVIDING
-                and any(feed_selector(feed) in changed for feed in sub.spec.feeds)
-            )
 
     def _cluster_changed(self, key: str, cluster: ManagedCluster | None) -> None:
         name = self._cluster_name(key)
@@ -250,7 +232,7 @@ class SubscriptionScheduler:
             await self._not_scheduled(key, sub, stored, NO_PROFILE, message)
             return
         dividing = sub.spec.scheduling_strategy == SchedulingStrategy.DIVIDING
-        finv = self.inventories.get(key) or self._derived_inventory(sub)
+        finv = self.inventories.get(key)
         if dividing and (finv is None or not inventory_matches(finv, sub)):
             message = f"waiting for the FeedInventory {sub.namespaced_name()} of the current feeds"
             await self._not_scheduled(key, sub, stored, WAITING_FOR_INVENTORY, message)
@@ -299,23 +281,6 @@ class SubscriptionScheduler:
         if decision.failure is None:
             return decision
         return await schedule(framework, sub, everything, finv, current)
-
-    def _derived_inventory(self, sub: Subscription) -> FeedInventory | None:
-        """Interim, until the FeedInventory controller writes them: one derived from the Manifests."""
-        try:
-            desired = [self.feeds.desired_replicas(feed) for feed in sub.spec.feeds]
-        except ManifestMissingError:
-            return None
-        orders = [
-            FeedOrder.model_validate({**feed.to_json_dict(), "desiredReplicas": replicas})
-            for feed, replicas in zip(sub.spec.feeds, desired, strict=True)
-        ]
-        return FeedInventory(
-            api_version=FeedInventory.api_version_string(),
-            kind=FeedInventory.KIND,
-            metadata=sub.metadata,
-            spec=FeedInventorySpec(feeds=orders),
-        )
 
     def _lost_clusters(
         self, framework: Framework, sub: Subscription, stored: SubscriptionBinding | None
