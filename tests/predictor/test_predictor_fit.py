@@ -235,6 +235,14 @@ def test_reservations_take_room_first_fit() -> None:
     assert reserve(requests("3"), 1, nodes) == 1  # fits nowhere: left over
 
 
+def test_demands_compare_and_hash_by_what_they_ask() -> None:
+    tolerant = {"tolerations": [{"operator": "Exists"}], "resources": {"requests": {"cpu": "1"}}}
+    assert demand(**tolerant) == demand(**tolerant) and hash(demand(**tolerant)) == hash(demand(**tolerant))
+    assert demand(**tolerant) != requests("1") and len({demand(**tolerant), requests("1"), requests("1")}) == 2
+    empty_terms = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}
+    assert demand(affinity=empty_terms) != Demand()  # no term can match vs no affinity at all
+
+
 def test_bad_quantities_name_the_field() -> None:
     resources = ResourceRequirements.model_construct(requests={"cpu": "lots"})
     unchecked = ReplicaRequirements.model_construct(resources=resources)

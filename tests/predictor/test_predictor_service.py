@@ -76,6 +76,11 @@ async def test_predicts_from_nodes_and_reservations(
             f"managedcluster {edge}: no feasible nodes found: 0/3 nodes are available: "
             "3 node(s) didn't match the node selector or required node affinity"
         )
+        terms = [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n0", "n1"]}]}]
+        affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+        for _ in range(2):  # the second answer comes from the cache
+            tolerant = await predict(nc, [edge], shape("1", tolerations=[{"operator": "Exists"}], affinity=affinity))
+            assert tolerant is not None and tolerant.clusters[edge].replicas == [4]
         invalid = await nc.request(PREDICT_SUBJECT, b'{"clusters": "x"}', timeout=2)
         assert "invalid predict request" in (PredictReply.model_validate_json(invalid.data).error or "")
 

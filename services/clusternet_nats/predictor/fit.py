@@ -22,9 +22,11 @@ fit, so a second Subscription scheduled right after the first does not count the
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from clusternet_nats.api.apps import ReplicaRequirements
@@ -56,15 +58,27 @@ def amount(resource: str, quantity: str | int) -> int:
     return milli_value(quantity) if resource == "cpu" else value(quantity)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Demand:
-    """One replica's requirements, parsed once and hashable (the predictor caches by it)."""
+    """One replica's requirements, parsed once; equal and hashed by what it asks (the predictor
+    caches answers by it), since tolerations and terms are models, which do not hash."""
 
     requests: tuple[tuple[str, int], ...] = ()
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     terms: tuple[NodeSelectorTerm, ...] | None = None
     """Required node affinity's terms (any one must match); None: no required affinity."""
+
+    @cached_property
+    def signature(self) -> str:
+        models = [t.to_json_dict() for t in self.tolerations], [t.to_json_dict() for t in self.terms or ()]
+        return json.dumps([self.requests, self.node_selector, *models, self.terms is None], sort_keys=True)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Demand) and self.signature == other.signature
+
+    def __hash__(self) -> int:
+        return hash(self.signature)
 
     @classmethod
     def of(cls, requirements: ReplicaRequirements) -> Demand:

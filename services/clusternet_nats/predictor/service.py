@@ -129,6 +129,9 @@ class Predictor:
 
     def _inventory_changed(self, key: str, inventory: NodeInventory | None) -> None:
         self._clusters_by_id.update(key, inventory)
+        if inventory is None:
+            namespace, name = split_key(key, True)
+            self._rooms.pop(f"{namespace}/{name}", None)
 
     def _binding_changed(self, key: str, binding: SubscriptionBinding | None) -> None:
         self._bindings_by_uid.update(key, binding)
