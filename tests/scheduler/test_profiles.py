@@ -13,10 +13,10 @@ from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.scheduler.__main__ import app, read_config
 from clusternet_nats.scheduler.algorithm import schedule
-from clusternet_nats.scheduler.config import ConfigError, parse_config
+from clusternet_nats.scheduler.config import ConfigError, default_plugins, parse_config
 from clusternet_nats.scheduler.framework.interfaces import SUCCESS, Plugin, Status
 from clusternet_nats.scheduler.framework.registry import PluginContext, Registry, RegistryError
-from clusternet_nats.scheduler.plugins.registry import in_tree_registry
+from clusternet_nats.scheduler.plugins.registry import in_tree_registry, offline_registry
 from clusternet_nats.scheduler.profiles import build_profiles
 from typer.testing import CliRunner
 
@@ -28,9 +28,14 @@ def names(plugins: Sequence[object]) -> list[str]:
 
 
 def test_default_profile_is_clusternets() -> None:
-    profiles = build_profiles()
+    assert [p.name for p in default_plugins().predict.enabled] == ["Predictor"]
+    assert "Predictor" in in_tree_registry()
+    with pytest.raises(ConfigError, match="plugin 'Predictor': needs the scheduler's NATS connection"):
+        build_profiles()
+    profiles = build_profiles(registry=offline_registry())
     assert profiles.names() == ["default"]
     plugins = profiles.frameworks["default"].plugins
+    assert plugins.predict == [], "a default plugin that is not registered is left out"
     assert names(plugins.filter) == ["ClusterAffinity", "TaintToleration"]
     assert [(p.name, w) for p, w in plugins.score] == [("TaintToleration", 3)]
     assert names(plugins.pre_assign) == ["DynamicAssigner"]
@@ -77,7 +82,7 @@ profiles:
 
 
 async def test_an_out_of_tree_plugin_joins_by_registration_and_a_profile_selects_it() -> None:
-    registry = in_tree_registry()
+    registry = offline_registry()
     registry.register("GpuOnly", gpu_factory)
     profiles = build_profiles(parse_config(CONFIG), registry)
     default, gpu = profiles.frameworks["default"], profiles.frameworks["gpu"]
@@ -144,7 +149,7 @@ def test_a_bad_file_names_the_field(text: str, message: str) -> None:
 )
 def test_a_bad_profile_names_the_field(text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=rf"^sched\.yaml: {re.escape(message)}"):
-        build_profiles(parse_config(text, "sched.yaml"), source="sched.yaml")
+        build_profiles(parse_config(text, "sched.yaml"), offline_registry(), source="sched.yaml")
 
 
 def test_the_scheduler_reads_its_config_file(tmp_path: Path) -> None:
@@ -202,7 +207,7 @@ profiles:
 @pytest.mark.parametrize("permit", [True, False])
 async def test_the_bind_cycle_runs_in_order_and_unreserves_on_failure(permit: bool) -> None:
     recorder = Recorder(permit)
-    registry = in_tree_registry()
+    registry = offline_registry()
     registry.register("Recorder", lambda args, context: recorder)
     framework = build_profiles(parse_config(BIND_CYCLE), registry).frameworks["default"]
     sub = build_subscription("s", "app", [{"clusterAffinity": {}}])

@@ -25,7 +25,7 @@ from clusternet_nats.scheduler.config import (
 from clusternet_nats.scheduler.framework import interfaces
 from clusternet_nats.scheduler.framework.registry import PluginContext, Registry
 from clusternet_nats.scheduler.framework.runtime import Framework, Plugins
-from clusternet_nats.scheduler.plugins.registry import in_tree_registry
+from clusternet_nats.scheduler.plugins.registry import in_tree_registry, offline_registry
 
 PROTOCOLS: dict[str, type] = {
     "pre_filter": interfaces.PreFilterPlugin,
@@ -83,8 +83,9 @@ def build_profiles(
 
 
 def default_framework() -> Framework:
-    """Clusternet's default profile over the in-tree plugins."""
-    return build_profiles().frameworks[DEFAULT_SCHEDULER_NAME]
+    """Clusternet's default profile without the Predictor, which needs NATS: for tools and tests
+    that need no predictions or bring their own Predict plugin."""
+    return build_profiles(registry=offline_registry()).frameworks[DEFAULT_SCHEDULER_NAME]
 
 
 @dataclass(frozen=True)
