@@ -118,6 +118,7 @@ class Predictor:
         self._bindings_by_uid: Index[SubscriptionBinding, str] = Index(lambda b: {b.subscription_uid})
         self._clusters_by_id: Index[NodeInventory, str] = Index(lambda inv: {inv.cluster_id})
         self._rooms: dict[str, _Room] = {}
+        self._keys: dict[str, tuple[str, str]] = {}
         self._answers: dict[tuple[str, int, int, Demand], int | str] = {}
         self.bindings.add_handler(self._binding_changed)
         self.feed_inventories.add_handler(lambda key, _finv: self._reserve(key))
@@ -169,20 +170,24 @@ class Predictor:
 
     # -- predicting ----------------------------------------------------------------------------
 
-    def cluster_key(self, cluster: str) -> str:
-        """The inventory key of a cluster named `ns/name` or by its cluster id."""
+    def _names(self, cluster: str) -> tuple[str, str]:
+        """(inventory key, `ns/name`) of a cluster named `ns/name` or by its cluster id."""
         if "/" in cluster:
-            return cluster_store_key(cluster)
+            found = self._keys.get(cluster)
+            if found is None:
+                if len(self._keys) >= MAX_CACHED_ANSWERS:
+                    self._keys.clear()
+                found = self._keys[cluster] = (cluster_store_key(cluster), cluster)
+            return found
         keys = self._clusters_by_id.keys_for(cluster)
         if not keys:
             message = f"no cluster with id {cluster} has reported a node inventory"
             raise PredictionError(PredictionFailure.NOT_FOUND, message)
-        return keys[0]
+        namespace, name = split_key(keys[0], True)
+        return keys[0], f"{namespace}/{name}"
 
     def _room(self, cluster: str) -> tuple[_Room, str]:
-        key = self.cluster_key(cluster)
-        namespace, name = split_key(key, True)
-        name = f"{namespace}/{name}"
+        key, name = self._names(cluster)
         inventory = self.inventories.get(key)
         if inventory is None:
             raise PredictionError(PredictionFailure.NOT_FOUND, f"managedcluster {name} has reported no node inventory")
@@ -203,7 +208,9 @@ class Predictor:
 
     def max_acceptable(self, cluster: str, demand: Demand) -> int:
         """Replicas of `demand` the cluster can still take. Raises PredictionError."""
-        room, name = self._room(cluster)
+        return self._fit(*self._room(cluster), demand)
+
+    def _fit(self, room: _Room, name: str, demand: Demand) -> int:
         cache_key = (name, room.revision, room.generation, demand)
         answer = self._answers.get(cache_key)
         if answer is None:
@@ -228,7 +235,8 @@ class Predictor:
         reply = PredictReply()
         for cluster in request.clusters:
             try:
-                figures = [None if d is None else self.max_acceptable(cluster, d) for d in demands]
+                room, name = self._room(cluster)
+                figures = [None if d is None else self._fit(room, name, d) for d in demands]
                 reply.clusters[cluster] = ClusterPrediction(replicas=figures)
             except PredictionError as err:
                 reply.clusters[cluster] = ClusterPrediction(error=str(err), reason=err.reason)
