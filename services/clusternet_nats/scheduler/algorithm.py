@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from clusternet_nats.api.apps import FeedInventory, SchedulingStrategy, Subscription
 from clusternet_nats.api.binding import SubscriptionBinding, spec_hash
 from clusternet_nats.api.clusters import ManagedCluster
-from clusternet_nats.domain.dividing import num_feasible_clusters_to_find
+from clusternet_nats.domain.dividing import MIN_FEASIBLE_CLUSTERS_TO_FIND, num_feasible_clusters_to_find
 from clusternet_nats.domain.feeds import feed_key
 from clusternet_nats.scheduler.framework.interfaces import CycleState, FeedReplicas, Status, TargetClusters
 from clusternet_nats.scheduler.framework.runtime import Framework, fit_error
@@ -70,7 +70,7 @@ async def schedule(
     if not feasible:
         return _unplaced(state, fit_error(len(candidates), state.rejected))
     dividing = sub.spec.scheduling_strategy == SchedulingStrategy.DIVIDING
-    if dividing:
+    if dividing and len(feasible) > MIN_FEASIBLE_CLUSTERS_TO_FIND:  # fewer are all kept, whatever the share
         considered = sum(1 for c in candidates if selected_by_affinity(sub, c))
         feasible = _first_feasible(feasible, current, considered, framework.percentage_of_clusters_to_score)
     state.feasible = feasible

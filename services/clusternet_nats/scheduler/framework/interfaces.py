@@ -103,6 +103,7 @@ class CycleState:
     preempted: list[str] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
     """Plugin-private values, keyed by plugin name."""
+    _by_key: dict[str, ManagedCluster] = field(default_factory=dict, repr=False)
 
     def current_target(self) -> TargetClusters:
         """The current binding as a placement to merge into (empty when there is none)."""
@@ -112,7 +113,9 @@ class CycleState:
         return TargetClusters(list(self.current.binding_clusters), replicas)
 
     def cluster(self, key: str) -> ManagedCluster | None:
-        return next((c for c in self.candidates if c.namespaced_name() == key), None)
+        if len(self._by_key) != len(self.candidates):
+            self._by_key = {c.namespaced_name(): c for c in self.candidates}
+        return self._by_key.get(key)
 
 
 @runtime_checkable
