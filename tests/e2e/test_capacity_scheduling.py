@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clusternet_nats.scheduler.plugins.registry import in_tree_registry
 from clusternet_nats.testing.system import System
 from clusternet_nats.testing.waiting import eventually, holds
 
@@ -35,9 +34,7 @@ SHAPES = {
     "gz": ("region=ap-guangzhou", ["--sim-nodes", "1", "--sim-node-cpu", "1", "--sim-node-memory", "4Gi"]),
 }
 NGINX = "apps/v1/Deployment/qux/my-nginx"
-needs_predictor = pytest.mark.skipif(
-    "Predictor" not in in_tree_registry().names(), reason="no Predictor plugin registered yet: nothing predicts room"
-)
+
 WEB = "apps/v1/Deployment/failover/web"
 
 
@@ -96,7 +93,6 @@ def _child_names(system: System) -> list[str]:
     return [p.stem for p in (system.workdir / "agent-state").glob("*.json")]
 
 
-@needs_predictor
 async def test_dynamic_dividing_divides_by_what_each_cluster_has_room_for(system: System, hub: HubClient) -> None:
     # Predicted room sh 4, bj 8, gz 2 (14); Clusternet's dynamicDivideReplicas of 6: floors 6*4/14=1,
     # 6*8/14=3, 6*2/14=0 leave 2, given by descending fraction (gz .86, sh .71): sh 2, bj 3, gz 1.
@@ -126,12 +122,7 @@ async def test_dynamic_dividing_divides_by_what_each_cluster_has_room_for(system
         # Weights shanghai 2, beijing 1 over 6 replicas: 4 and 2.
         ("subscription-static-dividing.yaml", "static-dividing-scheduling-demo", {"sh": 4, "bj": 2}),
         # Room shanghai 4, beijing 8 (12): 6*4/12 = 2, 6*8/12 = 4.
-        pytest.param(
-            "subscription-dynamic-dividing.yaml",
-            "dynamic-dividing-scheduling-demo",
-            {"sh": 2, "bj": 4},
-            marks=needs_predictor,
-        ),
+        ("subscription-dynamic-dividing.yaml", "dynamic-dividing-scheduling-demo", {"sh": 2, "bj": 4}),
     ],
 )
 async def test_scheduling_group_examples(

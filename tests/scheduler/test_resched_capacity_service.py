@@ -10,13 +10,6 @@ from clusternet_nats.api.apps import Subscription
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
 from clusternet_nats.predictor.service import build as build_predictor
-from clusternet_nats.runtime.service import ServiceContext
-from clusternet_nats.scheduler.config import SchedulerConfiguration
-from clusternet_nats.scheduler.framework.registry import PluginContext
-from clusternet_nats.scheduler.plugins.predictor import NAME, predictor_factory
-from clusternet_nats.scheduler.plugins.registry import in_tree_registry
-from clusternet_nats.scheduler.profiles import build_profiles
-from clusternet_nats.scheduler.reconciler import SubscriptionScheduler
 from clusternet_nats.scheduler.service import build
 from clusternet_nats.store import StatusStore, object_key
 from clusternet_nats.testing.inprocess import running_service
@@ -35,14 +28,6 @@ DYNAMIC = {"type": "Dynamic", "dynamicDividing": {"strategy": "Spread"}}
 @pytest.fixture
 def hub(js: JetStreamContext) -> Stores:
     return Stores(js)
-
-
-async def build_scheduler(ctx: ServiceContext) -> None:
-    """The default profile with the Predictor plugin, whether or not the in-tree registry has it yet."""
-    registry = in_tree_registry()
-    if NAME not in registry.names():
-        registry.register(NAME, predictor_factory)
-    SubscriptionScheduler(ctx, build_profiles(SchedulerConfiguration(), registry, PluginContext(service=ctx)))
 
 
 def nodes(cluster: ManagedCluster, count: int) -> NodeInventory:
@@ -70,7 +55,7 @@ async def test_replicas_without_room_are_reported_then_placed_when_a_cluster_gro
     key = f"apps/v1/Deployment/{unique_ns}/web"
     async with (
         running_service("clusternet-predictor", build_predictor, nats_server.url),
-        running_service("clusternet-scheduler", build_scheduler, nats_server.url),
+        running_service("clusternet-scheduler", build, nats_server.url),
     ):
         # One 1-CPU node each: room for 2 replicas of 500m in each cluster, 4 of the 6.
         binding = await hub.wait_bound(sub, [f"{unique_ns}-a/mc", f"{unique_ns}-b/mc"])
@@ -92,9 +77,6 @@ async def test_replicas_without_room_are_reported_then_placed_when_a_cluster_gro
         assert binding.condition is not None and binding.condition.status == "True"
 
 
-@pytest.mark.skipif(
-    NAME not in in_tree_registry().names(), reason="the scheduler's default build has no Predictor plugin yet"
-)
 async def test_a_higher_priority_subscription_takes_the_room_and_the_preempted_one_is_told(
     nats_server: NatsServer,
     hub: Stores,
