@@ -282,6 +282,14 @@ def test_min_clusters_unmet_is_a_reason() -> None:
 ZONES = {"a": "z1", "b": "z1", "c": "z2", "d": None}
 
 
+def test_min_domains_counts_missing_domains_as_empty() -> None:
+    """Two zones but minDomains 3: the least loaded counts as 0, so maxSkew 1 allows one per zone."""
+    rules = DividingRules(spread=[SpreadConstraint(1, ZONES, hard=True, min_domains=3)])
+    plan = plan_scale_up(4, {}, {"a": 10, "b": 10, "c": 10}, rules)
+    assert plan.deltas == [1, 0, 1]
+    assert plan.unscheduled == 2
+
+
 @pytest.mark.parametrize(
     ("deviation", "held", "available", "hard", "deltas", "unscheduled"),
     [

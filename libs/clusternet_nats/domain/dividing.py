@@ -148,6 +148,8 @@ class SpreadConstraint:
     domains: Mapping[str, str | None]
     hard: bool
     """DoNotSchedule; ScheduleAnyway only prefers the least loaded domain."""
+    min_domains: int | None = None
+    """With fewer eligible domains than this, the least loaded counts as 0 (Kubernetes' minDomains)."""
 
 
 @dataclass(frozen=True)
@@ -285,7 +287,10 @@ def _place_by_topology(
         counts.append(per_domain)
     order = {c: i for i, c in enumerate(allowed)}
     while count > 0:
-        floors = [min(per_domain.values(), default=0) for per_domain in counts]
+        floors = [
+            0 if con.min_domains and len(per_domain) < con.min_domains else min(per_domain.values(), default=0)
+            for con, per_domain in zip(rules.spread, counts, strict=True)
+        ]
         best: tuple[object, ...] | None = None
         pick = None
         for c in allowed:

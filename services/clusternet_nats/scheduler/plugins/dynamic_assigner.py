@@ -14,7 +14,10 @@ put. Departures, each for a reason:
 * A cluster the predictors did not answer for gets no new replicas (Clusternet fails the
   whole cycle); what it holds stays.
 * `Binpack`, `minClusters`, `maxClusters`, `preferredClusters` and `topologySpreadConstraints`,
-  which Clusternet declares but never implemented (`domain.dividing.plan_scale_up`).
+  which Clusternet declares but never implemented (`domain.dividing.plan_scale_up`). Of a
+  constraint, maxSkew, topologyKey (a cluster label), whenUnsatisfiable and minDomains apply;
+  labelSelector, matchLabelKeys, nodeAffinityPolicy and nodeTaintsPolicy describe pods and nodes
+  and are not used: the replicas counted are this feed's, the domains the feasible clusters'.
 """
 
 from __future__ import annotations
@@ -74,8 +77,11 @@ def dividing_rules(dynamic: DynamicDividing, clusters: list[ManagedCluster]) -> 
             return Status.unschedulable(NAME, f"{where}.whenUnsatisfiable: must be {allowed}")
         if con.max_skew < 1:
             return Status.unschedulable(NAME, f"{where}.maxSkew: must be at least 1")
+        if con.min_domains is not None and con.min_domains < 1:
+            return Status.unschedulable(NAME, f"{where}.minDomains: must be at least 1")
         domains = {c.namespaced_name(): (c.metadata.labels or {}).get(con.topology_key) for c in clusters}
-        spread.append(SpreadConstraint(con.max_skew, domains, con.when_unsatisfiable == "DoNotSchedule"))
+        hard = con.when_unsatisfiable == "DoNotSchedule"
+        spread.append(SpreadConstraint(con.max_skew, domains, hard, con.min_domains if hard else None))
     return DividingRules(
         binpack=dynamic.strategy == DynamicDividingStrategy.BINPACK,
         min_clusters=dynamic.min_clusters,
