@@ -155,6 +155,15 @@ class JsonBucket:
         nats-py's `kv.keys(filters=...)` matches substrings over a watch of the whole bucket;
         this asks the server to filter, and returns values too so a list is not N round trips.
         """
+        return (await self.snapshot(key_filter, headers_only))[0]
+
+    async def snapshot(
+        self, key_filter: str = ">", headers_only: bool = False
+    ) -> tuple[list[tuple[str, bytes, int]], int]:
+        """`entries()` and the stream sequence they are the state at: a watch from the next
+        sequence misses nothing and repeats nothing (the stream's last message is always the
+        last of its key, tombstones included, so the highest delivered sequence is the cut)."""
+        position = (await self.js.stream_info(kv_stream(self.name))).state.last_seq
         config = ConsumerConfig(
             ack_policy=AckPolicy.NONE,
             deliver_policy=DeliverPolicy.LAST_PER_SUBJECT,
@@ -170,13 +179,14 @@ class JsonBucket:
                 msgs = await sub.fetch(min(pending, 1024), timeout=5.0)
                 for msg in msgs:
                     pending = msg.metadata.num_pending or 0
+                    position = max(position, msg.metadata.sequence.stream)
                     if is_deletion(msg.headers):
                         continue
                     out.append((msg.subject[len(self.prefix) :], msg.data, msg.metadata.sequence.stream))
         finally:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
-        return out
+        return out, position
 
     async def keys(self, key_filter: str = ">") -> list[str]:
         return [key for key, _, _ in await self.entries(key_filter, headers_only=True)]
@@ -297,8 +307,9 @@ class ObjectStore(Generic[K]):
         return obj
 
     async def apply(self, obj: K) -> K:
-        """Create, or replace the latest version (what `kubectl apply` means to a user)."""
-        for _ in range(5):
+        """Create, or replace the latest version (what `kubectl apply` means to a user); a lost
+        compare-and-set is retried, as often as it takes (someone else wrote: read again)."""
+        while True:
             current = await self.get(obj.metadata.namespace, obj.name)
             if current is None:
                 try:
@@ -311,7 +322,6 @@ class ObjectStore(Generic[K]):
                 return await self.update(replacement, current)
             except ConflictError:
                 continue
-        raise ConflictError(self.info.plural, self.key_of(obj), "gave up after 5 attempts")
 
     async def delete(self, namespace: str | None, name: str, resource_version: str | None = None) -> bool:
         """Deletes; False when there was nothing to delete."""

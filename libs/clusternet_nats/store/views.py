@@ -24,6 +24,8 @@ from pydantic import BaseModel, ValidationError
 
 log = structlog.get_logger(__name__)
 
+Objects = list[KubeObject]  # a name for it inside ObjectViews, whose `list` method hides the builtin
+
 
 def _status_model(info: KindInfo) -> type[BaseModel] | None:
     field = info.model.model_fields.get("status")
@@ -35,6 +37,7 @@ class ObjectViews:
     """Reads objects of every kind as users see them (status merged)."""
 
     def __init__(self, js: JetStreamContext) -> None:
+        self.js = js
         self._stores: dict[str, ObjectStore[KubeObject]] = {info.kind: ObjectStore(js, info) for info in all_kinds()}
         self._status = {info.kind: JsonBucket(js, info.status_bucket) for info in all_kinds() if info.status_bucket}
         self._bindings = JsonBucket(js, BINDINGS_BUCKET)
@@ -56,18 +59,33 @@ class ObjectViews:
         status, binding = await asyncio.gather(self._get_status(info, key), self._get_binding(info, key))
         return _merge(info, obj, status, binding)
 
+    def status_bucket(self, info: KindInfo) -> JsonBucket | None:
+        return self._status.get(info.kind)
+
+    def buckets(self, info: KindInfo) -> list[str]:
+        """The buckets a kind's view is made of: spec, then status and bindings where it has them."""
+        status = [info.status_bucket] if info.kind in self._status and info.status_bucket else []
+        return [info.bucket, *status, *([BINDINGS_BUCKET] if has_binding(info) else [])]
+
     async def list(self, info: KindInfo, namespace: str | None) -> list[KubeObject]:
+        return (await self.list_at(info, namespace))[0]
+
+    async def list_at(self, info: KindInfo, namespace: str | None) -> tuple[Objects, tuple[int, ...]]:
+        """The objects, and the revision of each of `buckets(info)` they are the state at (where a
+        watch continues from)."""
         key_filter = namespace_filter(namespace if info.namespaced else None)
-        objects, statuses, bindings = await asyncio.gather(
-            self.store(info).list(namespace),
+        store = self.store(info)
+        (entries, position), statuses, bindings = await asyncio.gather(
+            store.bucket.snapshot(key_filter),
             self._all(self._status.get(info.kind), key_filter),
             self._all(self._bindings if has_binding(info) else None, key_filter),
         )
         out = []
-        for obj in objects:
-            key = self.store(info).key_of(obj)
-            out.append(_merge(info, obj, statuses.get(key), bindings.get(key)))
-        return out
+        for key, data, revision in sorted(entries):
+            obj = store.decode(data, revision)
+            out.append(_merge(info, obj, statuses[0].get(key), bindings[0].get(key)))
+        positions = (position, *(p for found, p in (statuses, bindings) if p is not None))
+        return out, positions
 
     async def _get_status(self, info: KindInfo, key: str) -> bytes | None:
         bucket = self._status.get(info.kind)
@@ -79,10 +97,11 @@ class ObjectViews:
         return None if found is None else found[0]
 
     @staticmethod
-    async def _all(bucket: JsonBucket | None, key_filter: str) -> dict[str, bytes]:
+    async def _all(bucket: JsonBucket | None, key_filter: str) -> tuple[dict[str, bytes], int | None]:
         if bucket is None:
-            return {}
-        return {key: data for key, data, _ in await bucket.entries(key_filter)}
+            return {}, None
+        entries, position = await bucket.snapshot(key_filter)
+        return {key: data for key, data, _ in entries}, position
 
 
 def _merge(info: KindInfo, obj: KubeObject, status: bytes | None, binding: bytes | None) -> KubeObject:

@@ -3,16 +3,22 @@
 The server owns uid and creationTimestamp: whatever a body says about them is dropped on create
 and replaced by the stored values on update (ObjectStore does the latter). A replace that names
 a resourceVersion is a compare-and-set against exactly that version; one that does not is an
-apply (create, or replace the latest). A dry run goes through the same checks and skips the write.
+apply (create, or replace the latest, retried until it lands: never a 409 because someone else
+wrote meanwhile, as kube-apiserver's unconditional update). A dry run goes through the same
+checks and skips the write.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from clusternet_nats.api import KindInfo, KubeObject
+from clusternet_nats.hub.deletion import DeleteOptions
 from clusternet_nats.hub.errors import already_exists, conflict, not_found, store_errors
+from clusternet_nats.hub.watch import spec_revision
+from clusternet_nats.store import AlreadyExistsError, ConflictError
 from clusternet_nats.store.views import ObjectViews
 
 
@@ -32,6 +38,10 @@ def _as_new(obj: KubeObject) -> KubeObject:
     return fresh
 
 
+def _with_metadata(obj: KubeObject, **fields: Any) -> KubeObject:
+    return obj.model_copy(update={"metadata": obj.metadata.model_copy(update=fields)})
+
+
 class Writer:
     def __init__(self, views: ObjectViews) -> None:
         self.views = views
@@ -49,13 +59,16 @@ class Writer:
 
     async def replace(self, info: KindInfo, obj: KubeObject, dry_run: bool) -> Written:
         store = self.views.store(info)
-        expected = obj.metadata.resource_version
+        expected = spec_revision(obj.metadata.resource_version or "")
         current = await store.get(obj.metadata.namespace, obj.name)
         if expected:
+            obj = _with_metadata(obj, resource_version=expected)
             if current is None:
                 raise not_found(info, obj.name)
             if current.metadata.resource_version != expected:
                 raise conflict(info, obj.name)
+        if current is not None and obj.metadata.managed_fields is None:  # kept, as kube-apiserver keeps them
+            obj = _with_metadata(obj, managed_fields=current.metadata.managed_fields)
         if dry_run:
             return Written(obj if current is not None else _as_new(obj), created=current is None)
         with store_errors(info, obj.name):
@@ -67,12 +80,37 @@ class Writer:
                 created = written.metadata.uid == new.metadata.uid
         return Written(await self.views.view(info, written), created)
 
-    async def delete(self, info: KindInfo, namespace: str | None, name: str, dry_run: bool) -> KubeObject:
+    async def replace_status(self, info: KindInfo, obj: KubeObject, dry_run: bool) -> KubeObject:
+        """Writes only `status` (to the kind's status bucket), retried on a lost CAS like an
+        unconditional update; a resourceVersion in the body must be the object's."""
+        current = await self.views.get(info, obj.metadata.namespace, obj.name)
+        if current is None:
+            raise not_found(info, obj.name)
+        expected = spec_revision(obj.metadata.resource_version or "")
+        if expected and expected != current.metadata.resource_version:
+            raise conflict(info, obj.name)
+        status = getattr(obj, "status", None)
+        bucket = self.views.status_bucket(info)
+        if dry_run or bucket is None or status is None:
+            return current if status is None else current.model_copy(update={"status": status})
+        data = status.model_dump_json(by_alias=True, exclude_none=True).encode()
+        key = self.views.store(info).key_of(obj)
+        while True:
+            found = await bucket.get(key)
+            try:
+                await (bucket.write(key, data, found[1]) if found else bucket.create(key, data))
+                break
+            except (ConflictError, AlreadyExistsError):
+                continue
+        return await self.views.view(info, current)
+
+    async def delete(self, info: KindInfo, namespace: str | None, name: str, options: DeleteOptions) -> KubeObject:
         """Deletes the version it returns: a change made meanwhile is a conflict, not lost silently."""
         obj = await self.views.get(info, namespace, name)
         if obj is None:
             raise not_found(info, name)
-        if not dry_run:
+        options.check(info, obj)
+        if not options.dry_run:
             with store_errors(info, name):
                 deleted = await self.views.store(info).delete(namespace, name, obj.metadata.resource_version)
             if not deleted:

@@ -1,0 +1,69 @@
+"""PATCH bodies as kube-apiserver reads them for custom resources.
+
+JSON merge patch (RFC 7386) and JSON patch (RFC 6902, by `jsonpatch`) apply to the object as
+users see it; strategic merge patch needs Go struct tags our kinds do not have, so it is a 415
+worded as kube-apiserver words it for CRs (kubectl then falls back to a merge patch). Server-side
+apply is hub/apply.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonpatch
+from clusternet_nats.api.yamljson import DecodeError, load_json
+from clusternet_nats.hub.errors import ApiError, bad_request
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH)
+
+
+def unsupported(content_type: str) -> ApiError:
+    if content_type == STRATEGIC_MERGE_PATCH:
+        message = "the body of the request was in an unknown format - accepted media types include: " + ", ".join(
+            PATCH_TYPES
+        )
+    else:
+        message = f"the media type {content_type!r} is not a patch type; accepted media types include: " + ", ".join(
+            PATCH_TYPES
+        )
+    return ApiError(415, "UnsupportedMediaType", message)
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: a mapping merges key by key, null removes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patch(merged.get(key), value)
+    return merged
+
+
+def apply_patch(current: dict[str, Any], content_type: str, raw: bytes) -> dict[str, Any]:
+    """`current` with a merge or JSON patch applied; 400 for a body that is not one, 422 for a
+    JSON patch that does not apply (a failed `test`, a missing path)."""
+    try:
+        patch = load_json(raw)
+    except DecodeError as err:
+        raise bad_request(f"the patch is not valid JSON: {err}") from None
+    if content_type == MERGE_PATCH:
+        if not isinstance(patch, dict):
+            raise bad_request(f"a merge patch must be a JSON object, not {type(patch).__name__}")
+        result = merge_patch(current, patch)
+    else:
+        if not isinstance(patch, list):
+            raise bad_request(f"a JSON patch must be a JSON array of operations, not {type(patch).__name__}")
+        try:
+            result = jsonpatch.apply_patch(current, patch)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as err:
+            raise ApiError(422, "Invalid", f"the JSON patch could not be applied: {err}") from None
+    if not isinstance(result, dict):
+        raise bad_request("the patched object must be a JSON object")
+    return result

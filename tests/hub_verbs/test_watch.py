@@ -1,0 +1,182 @@
+"""`?watch=true` against the hub: kube-apiserver's WatchEvents from the KV streams."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+import pytest
+from clusternet_nats.api import by_kind
+from clusternet_nats.hub import watch as hub_watch
+from clusternet_nats.hub.testing import ServedHub, running_hub
+from clusternet_nats.store.keys import kv_stream
+from clusternet_nats.store.kv import JsonBucket
+from clusternet_nats.testing.natsserver import NatsServer
+from nats.js import JetStreamContext
+
+from .verbs import create, events, subs_path, subscription
+
+
+async def _list_version(http: aiohttp.ClientSession, namespace: str) -> str:
+    async with http.get(subs_path(namespace)) as resp:
+        version: str = (await resp.json())["metadata"]["resourceVersion"]
+        return version
+
+
+async def _next(stream: Any) -> dict[str, Any]:
+    event: dict[str, Any] = await asyncio.wait_for(anext(stream), 10)
+    return event
+
+
+async def test_watch_from_a_list_sees_added_modified_deleted(http: aiohttp.ClientSession, unique_ns: str) -> None:
+    await create(http, unique_ns, "first")
+    version = await _list_version(http, unique_ns)
+    assert len(version.split(".")) == 3  # spec, status, bindings
+    params = {"watch": "true", "resourceVersion": version}
+    async with http.get(subs_path(unique_ns), params=params) as resp:
+        assert resp.status == 200
+        stream = events(resp)
+        await create(http, unique_ns, "second")
+        added = await _next(stream)
+        assert (added["type"], added["object"]["metadata"]["name"]) == ("ADDED", "second")
+        changed = subscription(unique_ns, "first")
+        changed["metadata"]["labels"] = {"app": "changed"}
+        async with http.put(subs_path(unique_ns, "first"), json=changed) as put:
+            assert put.status == 200
+        modified = await _next(stream)
+        assert (modified["type"], modified["object"]["metadata"]["labels"]) == ("MODIFIED", {"app": "changed"})
+        async with http.delete(subs_path(unique_ns, "second")) as deleted_resp:
+            assert deleted_resp.status == 200
+        deleted = await _next(stream)
+        assert (deleted["type"], deleted["object"]["metadata"]["name"]) == ("DELETED", "second")
+
+
+@pytest.mark.parametrize("version", [None, "0"])
+async def test_watch_without_a_version_starts_with_the_current_state(
+    http: aiohttp.ClientSession, unique_ns: str, version: str | None
+) -> None:
+    await create(http, unique_ns, "a")
+    await create(http, unique_ns, "b")
+    params = {"watch": "1", **({"resourceVersion": version} if version is not None else {})}
+    async with http.get(subs_path(unique_ns), params=params) as resp:
+        stream = events(resp)
+        first = [await _next(stream), await _next(stream)]
+        assert [(e["type"], e["object"]["metadata"]["name"]) for e in first] == [("ADDED", "a"), ("ADDED", "b")]
+
+
+async def test_watch_of_one_object_by_field_selector(http: aiohttp.ClientSession, unique_ns: str) -> None:
+    await create(http, unique_ns, "one")
+    await create(http, unique_ns, "other")
+    params = {"watch": "true", "fieldSelector": "metadata.name=one"}
+    async with http.get(subs_path(unique_ns), params=params) as resp:
+        stream = events(resp)
+        assert (await _next(stream))["object"]["metadata"]["name"] == "one"
+        for name in ("other", "one"):
+            body = subscription(unique_ns, name)
+            body["metadata"]["labels"] = {"app": "v2"}
+            async with http.put(subs_path(unique_ns, name), json=body) as put:
+                assert put.status == 200
+        event = await _next(stream)  # "other" was never sent
+        assert (event["type"], event["object"]["metadata"]["name"]) == ("MODIFIED", "one")
+
+
+async def test_label_selector_turns_leaving_into_deleted(http: aiohttp.ClientSession, unique_ns: str) -> None:
+    await create(http, unique_ns, "web")
+    params = {"watch": "true", "labelSelector": "app=web"}
+    async with http.get(subs_path(unique_ns), params=params) as resp:
+        stream = events(resp)
+        assert (await _next(stream))["type"] == "ADDED"
+        body = subscription(unique_ns, "web")
+        body["metadata"]["labels"] = {"app": "elsewhere"}
+        async with http.put(subs_path(unique_ns, "web"), json=body) as put:
+            assert put.status == 200
+        assert (await _next(stream))["type"] == "DELETED"
+
+
+async def test_a_status_change_is_a_modified_of_the_object(
+    http: aiohttp.ClientSession, js: JetStreamContext, unique_ns: str
+) -> None:
+    await create(http, unique_ns, "s")
+    version = await _list_version(http, unique_ns)
+    async with http.get(subs_path(unique_ns), params={"watch": "true", "resourceVersion": version}) as resp:
+        stream = events(resp)
+        status = JsonBucket(js, by_kind("Subscription").status_bucket or "")
+        await status.create(f"{unique_ns}.s", b'{"desiredReleases": 3}')
+        event = await _next(stream)
+        assert event["type"] == "MODIFIED"
+        assert event["object"]["status"]["desiredReleases"] == 3
+        resumed = event["object"]["metadata"]["resourceVersion"]
+    # Resuming from the event's version sees what happened afterwards, and only that.
+    async with http.get(subs_path(unique_ns), params={"watch": "true", "resourceVersion": resumed}) as resp:
+        stream = events(resp)
+        found = await status.get(f"{unique_ns}.s")
+        assert found is not None
+        await status.write(f"{unique_ns}.s", b'{"desiredReleases": 4}', found[1])
+        event = await _next(stream)
+        assert event["object"]["status"]["desiredReleases"] == 4
+
+
+async def test_too_old_a_version_is_410_expired(
+    http: aiohttp.ClientSession, js: JetStreamContext, unique_ns: str
+) -> None:
+    await create(http, unique_ns, "x")
+    info = by_kind("Subscription")
+    stream = kv_stream(info.bucket)
+    first = (await js.stream_info(stream)).state.first_seq
+    oldest = await js.get_msg(stream, first)
+    bucket = JsonBucket(js, info.bucket)
+    key = (oldest.subject or "").removeprefix(bucket.prefix)
+    await bucket.write(key, oldest.data or b"", first)  # the same value again: the oldest revision is gone
+    gone = first - 1
+    async with http.get(subs_path(unique_ns), params={"watch": "true", "resourceVersion": f"{gone}.0.0"}) as resp:
+        assert resp.status == 410
+        body = await resp.json()
+    assert (body["kind"], body["reason"], body["code"]) == ("Status", "Expired", 410)
+    assert "too old resource version" in body["message"]
+
+
+async def test_timeout_seconds_ends_the_stream(http: aiohttp.ClientSession, unique_ns: str) -> None:
+    async with http.get(subs_path(unique_ns), params={"watch": "true", "timeoutSeconds": "1"}) as resp:
+        assert [event async for event in events(resp)] == []
+
+
+async def test_bookmarks_carry_the_position(
+    http: aiohttp.ClientSession, unique_ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hub_watch, "BOOKMARK_SECONDS", 0.2)
+    version = await _list_version(http, unique_ns)
+    params = {"watch": "true", "resourceVersion": version, "allowWatchBookmarks": "true"}
+    async with http.get(subs_path(unique_ns), params=params) as resp:
+        bookmark = await _next(events(resp))
+    assert bookmark["type"] == "BOOKMARK"
+    assert bookmark["object"]["kind"] == "Subscription"
+    assert bookmark["object"]["metadata"]["resourceVersion"] == version
+
+
+async def test_bad_version_and_watch_authorization(served_hub: ServedHub, unique_ns: str) -> None:
+    async with served_hub.session() as http:
+        params = {"watch": "true", "resourceVersion": "not-a-version"}
+        async with http.get(subs_path(unique_ns), params=params) as resp:
+            assert resp.status == 400
+            assert "resourceVersion" in (await resp.json())["message"]
+    params = {"watch": "true", "timeoutSeconds": "0"}
+    async with served_hub.session("vera") as viewer, viewer.get(subs_path(unique_ns), params=params) as resp:
+        assert resp.status == 200  # view includes watch
+
+
+async def test_hub_shutdown_ends_watches(nats_server: NatsServer, unique_ns: str) -> None:
+    async with running_hub(nats_server.url) as hub:
+        http = hub.session()
+        resp = await http.get(subs_path(unique_ns), params={"watch": "true"})
+        assert resp.status == 200
+        reader = asyncio.create_task(_collect(resp))
+    try:
+        assert await asyncio.wait_for(reader, 20) == []  # ended, cleanly, by the hub going down
+    finally:
+        resp.release()
+        await http.close()
+
+
+async def _collect(resp: aiohttp.ClientResponse) -> list[dict[str, Any]]:
+    return [event async for event in events(resp)]
