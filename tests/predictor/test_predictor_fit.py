@@ -239,7 +239,8 @@ def test_demands_compare_and_hash_by_what_they_ask() -> None:
     tolerant = {"tolerations": [{"operator": "Exists"}], "resources": {"requests": {"cpu": "1"}}}
     assert demand(**tolerant) == demand(**tolerant) and hash(demand(**tolerant)) == hash(demand(**tolerant))
     assert demand(**tolerant) != requests("1") and len({demand(**tolerant), requests("1"), requests("1")}) == 2
-    empty_terms = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}
+    required: dict[str, Any] = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}
+    empty_terms = {"nodeAffinity": required}
     assert demand(affinity=empty_terms) != Demand()  # no term can match vs no affinity at all
 
 

@@ -64,6 +64,7 @@ async def test_predicts_from_nodes_and_reservations(
     async with running_service("clusternet-predictor", build, nats_server.url):
         clusters = [edge, f"{unique_ns}/nowhere"]
         reply = await eventually(lambda: predict(nc, clusters, shape("1500m"), None, shape("3")), 10)
+        assert reply is not None
         assert reply.clusters[edge] == ClusterPrediction(replicas=[3, None, 0])
         assert reply.clusters[f"{unique_ns}/nowhere"].error == (
             f"managedcluster {unique_ns}/nowhere has reported no node inventory"
@@ -110,7 +111,8 @@ async def test_predicts_from_nodes_and_reservations(
                 },
             }
         )
-        await ObjectStore(js, KindInfo.of(FeedInventory)).create(finv)
+        inventories_store: ObjectStore[FeedInventory] = ObjectStore(js, KindInfo.of(FeedInventory))
+        await inventories_store.create(finv)
         bindings = StatusStore(js, BINDINGS_BUCKET, SubscriptionBinding)
         binding = SubscriptionBinding(
             subscription_uid=f"uid-{unique_ns}", spec_hash=1, binding_clusters=[edge], replicas={FEED: [2]}
@@ -143,7 +145,8 @@ async def test_predicts_from_nodes_and_reservations(
                 "spec": {"deployer": "Generic"},
             }
         )
-        await ObjectStore(js, KindInfo.of(Description)).create(description)
+        descriptions: ObjectStore[Description] = ObjectStore(js, KindInfo.of(Description))
+        await descriptions.create(description)
         reported = ManifestStatus(
             api_version="apps/v1", kind="Deployment", namespace="demo", name="web", observed_status={"readyReplicas": 1}
         )
