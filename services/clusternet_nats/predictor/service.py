@@ -152,7 +152,7 @@ class Predictor:
         binding = self.bindings.get(sub_key)
         namespace, name = split_key(sub_key, True)
         subscription = f"{namespace}/{name}"
-        running = self._running(binding.subscription_uid) if binding else _nothing_running
+        running = self._running(binding.subscription_uid if binding else "")
         pending = pending_replicas(subscription, binding, self.feed_inventories.get(sub_key), running)
         self.reservations.replace(subscription, pending)
 
@@ -274,10 +274,6 @@ class Predictor:
                 if count > 0:
                     items.append(UnscheduledReplicas(subscription=f"{namespace}/{name}", feed=feed, replicas=count))
         return UnscheduledReply(items=items)
-
-
-def _nothing_running(_cluster: str, _order: FeedOrder) -> int:
-    return 0
 
 
 def _item(pending: Pending) -> UnscheduledReplicas:
