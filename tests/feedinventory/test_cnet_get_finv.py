@@ -51,7 +51,9 @@ async def test_cnet_shows_the_feed_inventory(
             lines = result.output.splitlines()
             return lines if result.exit_code == 0 and len(lines) == 2 else None
 
-        header, row = await eventually(listed, 10, what="the FeedInventory listed")
+        lines = await eventually(listed, 10, what="the FeedInventory listed")
+        assert lines is not None
+        header, row = lines
         assert header.split() == ["NAME", "AGE"] and row.split()[0] == "web-sub"
 
         shown = await run_cnet(*hub.cnet_args(), "get", "feedinventories", "web-sub", "-n", "shop", "-o", "yaml")
