@@ -23,8 +23,6 @@ from clusternet_nats.api import generated
 from clusternet_nats.api.printer_columns import crd_columns
 from clusternet_nats.api.registry import KindInfo, all_kinds
 
-CATEGORIES = ["clusternet"]
-
 Schema = dict[str, Any]
 
 # JSON Schema keywords a structural schema may keep as they are.
@@ -130,7 +128,7 @@ def openapi_schema(info: KindInfo) -> Schema:
 def crd(info: KindInfo) -> Schema:
     """The CustomResourceDefinition of one kind."""
     names: Schema = {
-        "categories": CATEGORIES,
+        "categories": list(info.categories),
         "kind": info.kind,
         "listKind": f"{info.kind}List",
         "plural": info.plural,

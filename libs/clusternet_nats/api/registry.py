@@ -14,6 +14,8 @@ from clusternet_nats.api.apps import APPS_KINDS
 from clusternet_nats.api.clusters import CLUSTERS_KINDS
 from clusternet_nats.api.meta import KubeObject
 
+CATEGORIES = ("clusternet",)
+
 
 class UnknownKindError(KeyError):
     """A name that is none of the served kinds' kind, plural, singular or short names."""
@@ -39,6 +41,8 @@ class KindInfo:
     namespaced: bool
     bucket: str
     status_bucket: str | None
+    categories: tuple[str, ...] = CATEGORIES
+    """What `kubectl get <category>` includes this kind in; Clusternet puts all its kinds in `clusternet`."""
 
     @property
     def api_version(self) -> str:
@@ -100,4 +104,4 @@ def resolve(name: str) -> KindInfo:
     return info
 
 
-__all__ = ["KindInfo", "UnknownKindError", "all_kinds", "by_kind", "resolve"]
+__all__ = ["CATEGORIES", "KindInfo", "UnknownKindError", "all_kinds", "by_kind", "resolve"]

@@ -14,12 +14,14 @@ import structlog
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 from clusternet_nats.hub.auth.gate import GATE, Gate
+from clusternet_nats.hub.discovery import Discovery
 from clusternet_nats.hub.errors import ApiError
 from clusternet_nats.hub.events import Events
 from clusternet_nats.hub.predictor_routes import PredictorRoutes
 from clusternet_nats.hub.registration.http import ApprovalRoutes, TokenRoutes
 from clusternet_nats.hub.resources import Resources
 from clusternet_nats.hub.shadow import Shadow
+from clusternet_nats.hub.tables import tables
 from clusternet_nats.hub.writes import Writer
 from clusternet_nats.runtime.health import add_health_routes
 from clusternet_nats.runtime.metrics import Metrics
@@ -56,7 +58,7 @@ def make_app(nc: NATS, metrics: Metrics, ready: Callable[[], bool], gate: Gate) 
     middleware so that refusals too are Status objects and counted."""
     js = nc.jetstream()
     app = web.Application(
-        middlewares=[_errors_and_metrics(metrics), gate.middleware()],
+        middlewares=[_errors_and_metrics(metrics), gate.middleware(), tables],
         client_max_size=MAX_VALUE_BYTES,
     )
     app[GATE] = gate
@@ -68,6 +70,7 @@ def make_app(nc: NATS, metrics: Metrics, ready: Callable[[], bool], gate: Gate) 
     TokenRoutes(js).add_routes(app)
     ApprovalRoutes(js).add_routes(app)
     views = ObjectViews(js)
+    Discovery(views).add_routes(app)
     Shadow(Writer(views)).add_routes(app)
     Resources(views).add_routes(app)
     return app

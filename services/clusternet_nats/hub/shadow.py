@@ -1,33 +1,136 @@
 """Clusternet's shadow API: ordinary Kubernetes objects written to the hub are stored as Manifests.
 
-`/apis/shadow/v1alpha1/objects` (POST create, PUT apply) takes any object whole; its path does not
-say what it touches, so each handler authorizes once the body is read, as the object's own path
-for Clusternet's kinds and Clusternet's shadow path of the wrapped object otherwise.
+Two entry points:
+
+- `/apis/shadow/v1alpha1/objects` (POST create, PUT apply) takes any object whole; its path does
+  not say what it touches, so each handler authorizes once the body is read, as the object's own
+  path for Clusternet's kinds and Clusternet's shadow path of the wrapped object otherwise.
+- `/apis/shadow/v1alpha1/[namespaces/<ns>/]<resource>[/<name>]`, as Clusternet's hub serves it:
+  the objects users applied, read back as they wrote them (the Manifests' templates).
+  kubectl-clusternet sends kubectl's ordinary requests here, and discovery lists under
+  `shadow/v1alpha1` every kind users have applied (`shadow_resources`), so
+  `kubectl get deploy -n foo` against the hub lists the Deployments applied to namespace foo.
+
+Clusternet mirrors every resource of its parent cluster under shadow/v1alpha1; without a parent
+to ask, ours lists the kinds the stored Manifests hold, with Kubernetes' short names and `all`
+category for the built-in ones.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
-from clusternet_nats.api import KubeObject, by_kind
-from clusternet_nats.api.labels import CONFIG_KIND, CONFIG_NAME, CONFIG_NAMESPACE
+from clusternet_nats.api import KubeObject, Manifest, by_kind
+from clusternet_nats.api.labels import CONFIG_GROUP, CONFIG_KIND, CONFIG_NAME, CONFIG_NAMESPACE, RESERVED_NAMESPACE
 from clusternet_nats.api.loader import guess_resource
 from clusternet_nats.api.paths import SHADOW_OBJECTS_PATH, collection_path, object_path
 from clusternet_nats.hub.auth.gate import authorize_as, authorizes_itself
 from clusternet_nats.hub.bodies import dry_run, parse, read_body
+from clusternet_nats.hub.errors import ApiError, no_such_path
 from clusternet_nats.hub.resources import written_response
 from clusternet_nats.hub.writes import Writer
+from clusternet_nats.store.views import ObjectViews
+
+SHADOW_GROUP, SHADOW_VERSION = SHADOW_OBJECTS_PATH.split("/")[2:4]
+SHADOW_BASE = f"/apis/{SHADOW_GROUP}/{SHADOW_VERSION}"
+MANIFESTS = by_kind(Manifest.KIND)
+
+# Kubernetes' own short names and `all` category for its built-in kinds (what Clusternet's shadow
+# discovery copies from the parent cluster's).
+BUILTIN_SHORT_NAMES: dict[str, tuple[str, ...]] = {
+    "ConfigMap": ("cm",),
+    "CronJob": ("cj",),
+    "CustomResourceDefinition": ("crd", "crds"),
+    "DaemonSet": ("ds",),
+    "Deployment": ("deploy",),
+    "Endpoints": ("ep",),
+    "HorizontalPodAutoscaler": ("hpa",),
+    "Ingress": ("ing",),
+    "LimitRange": ("limits",),
+    "Namespace": ("ns",),
+    "NetworkPolicy": ("netpol",),
+    "PersistentVolume": ("pv",),
+    "PersistentVolumeClaim": ("pvc",),
+    "Pod": ("po",),
+    "PodDisruptionBudget": ("pdb",),
+    "PriorityClass": ("pc",),
+    "ReplicaSet": ("rs",),
+    "ReplicationController": ("rc",),
+    "ResourceQuota": ("quota",),
+    "Service": ("svc",),
+    "ServiceAccount": ("sa",),
+    "StatefulSet": ("sts",),
+    "StorageClass": ("sc",),
+}
+IN_ALL_CATEGORY = frozenset(
+    {
+        "CronJob",
+        "DaemonSet",
+        "Deployment",
+        "HorizontalPodAutoscaler",
+        "Job",
+        "Pod",
+        "ReplicaSet",
+        "ReplicationController",
+        "Service",
+        "StatefulSet",
+    }
+)
+
+
+@dataclass(frozen=True)
+class ShadowResource:
+    """One kind users have applied, as the shadow group serves it."""
+
+    kind: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def short_names(self) -> tuple[str, ...]:
+        return BUILTIN_SHORT_NAMES.get(self.kind, ())
+
+    @property
+    def categories(self) -> tuple[str, ...]:
+        return ("all",) if self.kind in IN_ALL_CATEGORY else ()
+
+
+def _is_shadowed(manifest: KubeObject) -> bool:
+    """A Manifest the shadow API wrote (its config labels name the object)."""
+    labels = manifest.metadata.labels or {}
+    return bool(labels.get(CONFIG_KIND)) and not labels.get(CONFIG_GROUP, "").endswith(".clusternet.io")
+
+
+async def shadow_resources(views: ObjectViews) -> list[ShadowResource]:
+    """The kinds the Manifests in clusternet-reserved hold, sorted by resource name."""
+    found: dict[str, ShadowResource] = {}
+    for manifest in await views.list(MANIFESTS, RESERVED_NAMESPACE):
+        if _is_shadowed(manifest):
+            labels = manifest.metadata.labels or {}
+            kind = labels[CONFIG_KIND]
+            resource = ShadowResource(kind, guess_resource(kind), bool(labels.get(CONFIG_NAMESPACE)))
+            found.setdefault(resource.plural, resource)
+    return sorted(found.values(), key=lambda r: r.plural)
 
 
 class Shadow:
     def __init__(self, writer: Writer) -> None:
         self.writer = writer
 
+    @property
+    def views(self) -> ObjectViews:
+        return self.writer.views
+
     def add_routes(self, app: web.Application) -> None:
-        app.router.add_post(SHADOW_OBJECTS_PATH, self.create)
-        app.router.add_put(SHADOW_OBJECTS_PATH, self.apply)
+        router = app.router
+        router.add_post(SHADOW_OBJECTS_PATH, self.create)
+        router.add_put(SHADOW_OBJECTS_PATH, self.apply)
+        for collection in (SHADOW_BASE + "/{plural}", SHADOW_BASE + "/namespaces/{namespace}/{plural}"):
+            router.add_get(collection, self.list)
+            router.add_get(collection + "/{name}", self.get)
 
     @authorizes_itself
     async def create(self, request: web.Request) -> web.Response:
@@ -43,6 +146,64 @@ class Shadow:
         await authorize_as(request, "PUT", shadow_path(body, obj, named=True))
         return written_response(await self.writer.replace(by_kind(obj.kind), obj, dry_run(request)))
 
+    async def _resource(self, request: web.Request) -> ShadowResource:
+        plural = request.match_info["plural"]
+        for resource in await shadow_resources(self.views):
+            if resource.plural == plural:
+                if "namespace" in request.match_info and not resource.namespaced:
+                    raise no_such_path()
+                return resource
+        raise no_such_path()
+
+    async def list(self, request: web.Request) -> web.Response:
+        resource = await self._resource(request)
+        namespace = request.match_info.get("namespace")
+        items = [
+            template(m)
+            for m in await self.views.list(MANIFESTS, RESERVED_NAMESPACE)
+            if _is_shadowed(m) and _holds(m, resource, namespace)
+        ]
+        body = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
+        return web.json_response(body)
+
+    async def get(self, request: web.Request) -> web.Response:
+        resource = await self._resource(request)
+        namespace, name = request.match_info.get("namespace"), request.match_info["name"]
+        if resource.namespaced and namespace is None:
+            raise no_such_path()
+        manifest_name = f"{resource.plural}.{namespace}.{name}" if resource.namespaced else f"{resource.plural}.{name}"
+        manifest = await self.views.get(MANIFESTS, RESERVED_NAMESPACE, manifest_name)
+        if manifest is None or not _is_shadowed(manifest):
+            message = f'{resource.plural}.{SHADOW_GROUP} "{name}" not found'
+            details = {"name": name, "group": SHADOW_GROUP, "kind": resource.plural}
+            raise ApiError(404, "NotFound", message, details)
+        return web.json_response(template(manifest))
+
+
+def _holds(manifest: KubeObject, resource: ShadowResource, namespace: str | None) -> bool:
+    labels = manifest.metadata.labels or {}
+    if guess_resource(labels.get(CONFIG_KIND, "")) != resource.plural:
+        return False
+    return namespace is None or labels.get(CONFIG_NAMESPACE) == namespace
+
+
+def template(manifest: KubeObject) -> dict[str, Any]:
+    """The object as the user applied it, with the Manifest's identity (uid, resourceVersion,
+    creation time) since that is what the hub stores of it."""
+    assert isinstance(manifest, Manifest)
+    obj = dict(manifest.template)
+    metadata = dict(obj.get("metadata") or {})
+    stored = manifest.metadata
+    for key, value in (
+        ("uid", stored.uid),
+        ("resourceVersion", stored.resource_version),
+        ("creationTimestamp", stored.creation_timestamp),
+    ):
+        if value is not None:
+            metadata[key] = value if isinstance(value, str) else value.isoformat().replace("+00:00", "Z")
+    obj["metadata"] = metadata
+    return obj
+
 
 def shadow_path(body: dict[str, Any], obj: KubeObject, named: bool) -> str:
     """The path that says what a shadow write touches, for authorization: the kind's own path for
@@ -54,7 +215,6 @@ def shadow_path(body: dict[str, Any], obj: KubeObject, named: bool) -> str:
         return object_path(info, namespace, obj.name) if named else collection_path(info, namespace)
     meta = obj.metadata.labels or {}
     namespace = meta.get(CONFIG_NAMESPACE)
-    base = SHADOW_OBJECTS_PATH.rsplit("/", 1)[0]
     scope = f"/namespaces/{quote(namespace, safe='')}" if namespace else ""
-    path = f"{base}{scope}/{guess_resource(meta.get(CONFIG_KIND, ''))}"
+    path = f"{SHADOW_BASE}{scope}/{guess_resource(meta.get(CONFIG_KIND, ''))}"
     return f"{path}/{quote(meta.get(CONFIG_NAME, ''), safe='')}" if named else path

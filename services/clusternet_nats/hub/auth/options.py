@@ -22,6 +22,7 @@ from clusternet_nats.hub.auth.cache import DEFAULT_TTL
 from clusternet_nats.hub.auth.decision import Authorizer
 from clusternet_nats.hub.auth.gate import Gate, TokenAuthenticator
 from clusternet_nats.hub.auth.policy import MastersAuthorizer, PolicyAuthorizer, parse_policy
+from clusternet_nats.hub.auth.publicinfo import DiscoveryAuthorizer
 from clusternet_nats.hub.auth.tls import default_cert_dir, server_context, serving_certificate
 from clusternet_nats.hub.auth.tokenfile import TokenFileAuthenticator, parse_token_file
 from clusternet_nats.runtime import pki
@@ -97,7 +98,7 @@ class Security:
         )
         context = await asyncio.to_thread(server_context, serving.files, options.client_ca_file)
         tokens: list[TokenAuthenticator] = []
-        authorizers: list[Authorizer] = [MastersAuthorizer()]
+        authorizers: list[Authorizer] = [MastersAuthorizer(), DiscoveryAuthorizer()]
         apis: list[KubeApi] = []
         if options.token_auth_file is not None:
             tokens.append(await TokenFileAuthenticator.load(options.token_auth_file))

@@ -1,0 +1,133 @@
+"""OpenAPI v2 and v3 documents of the served kinds, generated from the pydantic models.
+
+The schemas are the generated CRDs' (`crds.openapi_schema`, so `kubectl explain` reads the same
+descriptions from the hub as from a parent cluster holding the CRDs), named and tagged as
+kube-apiserver names a CRD's (`io.clusternet.apps.v1alpha1.Subscription` with
+`x-kubernetes-group-version-kind`), which is how kubectl finds a kind's schema. `metadata` is
+described by our ObjectMeta model rather than left free-form, so `explain <kind>.metadata` works.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from typing import Any
+
+from clusternet_nats.api.crds import Schema, openapi_schema, structural
+from clusternet_nats.api.meta import ObjectMeta
+from clusternet_nats.api.registry import KindInfo, all_kinds
+
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_METADATA_DESCRIPTION = (
+    "Standard object's metadata. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+)
+
+
+def definition_name(info: KindInfo) -> str:
+    """kube-apiserver's name for a kind's schema: the group reversed, then version and kind."""
+    return ".".join([*reversed(info.group.split(".")), info.version, info.kind])
+
+
+def group_versions() -> list[str]:
+    """`apis/<group>/<version>` of every served group version, in registry order."""
+    return list(dict.fromkeys(f"apis/{info.group}/{info.version}" for info in all_kinds()))
+
+
+def _object_meta() -> Schema:
+    schema = ObjectMeta.model_json_schema(by_alias=True, mode="validation")
+    return structural(schema, schema.get("$defs", {}), "ObjectMeta")
+
+
+def kind_schema(info: KindInfo, meta_ref: str) -> Schema:
+    """The kind's schema, its `metadata` a reference to ObjectMeta at `meta_ref`."""
+    schema = openapi_schema(info)
+    schema["properties"]["metadata"] = {"description": _METADATA_DESCRIPTION, "allOf": [{"$ref": meta_ref}]}
+    schema["x-kubernetes-group-version-kind"] = [{"group": info.group, "kind": info.kind, "version": info.version}]
+    return schema
+
+
+def _operations(info: KindInfo, tag: str) -> dict[str, Any]:
+    """The list path of a kind: kubectl only needs the schemas, but a document without paths
+    is not one kube-openapi clients accept as a group version's."""
+    ref = {"$ref": f"#/components/schemas/{definition_name(info)}"}
+    return {
+        f"/apis/{info.group}/{info.version}{'/namespaces/{namespace}' if info.namespaced else ''}/{info.plural}": {
+            "get": {
+                "operationId": f"list{info.kind}",
+                "tags": [tag],
+                "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": ref}}}},
+                "x-kubernetes-group-version-kind": {"group": info.group, "kind": info.kind, "version": info.version},
+                "x-kubernetes-action": "list",
+            }
+        }
+    }
+
+
+def v3_group_version(group_version: str) -> Schema:
+    """The OpenAPI v3 document of one `apis/<group>/<version>`."""
+    kinds = [info for info in all_kinds() if f"apis/{info.group}/{info.version}" == group_version]
+    if not kinds:
+        raise KeyError(group_version)
+    meta_ref = f"#/components/schemas/{OBJECT_META}"
+    schemas: Schema = {OBJECT_META: _object_meta()}
+    paths: Schema = {}
+    for info in kinds:
+        schemas[definition_name(info)] = kind_schema(info, meta_ref)
+        paths.update(_operations(info, f"{info.group}_{info.version}"))
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Clusternet-NATS", "version": group_version.rsplit("/", 1)[-1]},
+        "paths": paths,
+        "components": {"schemas": schemas},
+    }
+
+
+def digest(document: Schema) -> str:
+    """The `hash` kubectl caches a v3 document by: changes whenever the document does."""
+    return hashlib.sha512(json.dumps(document, sort_keys=True).encode()).hexdigest()[:64].upper()
+
+
+def v3_root() -> Schema:
+    """`/openapi/v3`: where each group version's document is, with its hash."""
+    return {
+        "paths": {
+            gv: {"serverRelativeURL": f"/openapi/v3/{gv}?hash={digest(v3_group_version(gv))}"}
+            for gv in group_versions()
+        }
+    }
+
+
+def _v2(node: Any) -> Any:
+    """An OpenAPI v3 schema node in Swagger 2.0's terms: references under #/definitions and
+    int-or-string as kube-openapi writes it in v2 (no type, the extension alone)."""
+    if isinstance(node, dict):
+        out = {key: _v2(value) for key, value in node.items()}
+        if "$ref" in out:
+            out["$ref"] = out["$ref"].replace("#/components/schemas/", "#/definitions/")
+        if out.get("x-kubernetes-int-or-string"):
+            out.pop("anyOf", None)
+        return out
+    if isinstance(node, list):
+        return [_v2(item) for item in node]
+    return node
+
+
+def v2() -> Schema:
+    """`/openapi/v2`: every served kind in one Swagger 2.0 document."""
+    definitions: Schema = {}
+    paths: Schema = {}
+    for gv in group_versions():
+        document = v3_group_version(gv)
+        definitions.update(document["components"]["schemas"])
+        paths.update(document["paths"])
+    return {
+        "swagger": "2.0",
+        "info": {"title": "Clusternet-NATS", "version": "v1"},
+        "paths": _v2(copy.deepcopy(paths)),
+        "definitions": _v2(definitions),
+    }
+
+
+__all__ = ["definition_name", "digest", "group_versions", "kind_schema", "v2", "v3_group_version", "v3_root"]

@@ -1,0 +1,83 @@
+"""Clusternet's shadow API read side: the kinds users applied become resources of shadow/v1alpha1,
+their objects readable as applied, authorized as Clusternet's shadow paths."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+from clusternet_nats.api.paths import SHADOW_OBJECTS_PATH
+from clusternet_nats.hub.testing import ServedHub, running_hub
+from clusternet_nats.testing.natsserver import NatsServer
+
+from tests.hub.objects import deployment
+
+from .conftest import NOBODY
+
+SHADOW = "/apis/shadow/v1alpha1"
+
+
+def _config_map(namespace: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "conf", "namespace": namespace}}
+
+
+def _class() -> dict[str, Any]:
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fast"}, "provisioner": "x"}
+
+
+async def _groups(http: aiohttp.ClientSession) -> list[str]:
+    async with http.get("/apis") as resp:
+        return [g["name"] for g in (await resp.json())["groups"]]
+
+
+async def test_shadow_group_lists_the_applied_kinds(private_nats: NatsServer) -> None:
+    async with running_hub(private_nats.url) as hub, hub.session() as http:
+        assert "shadow" not in await _groups(http)  # no group version without resources, as kube
+        for body in (deployment("team-a"), deployment("team-b", "api"), _config_map("team-a"), _class()):
+            async with http.put(SHADOW_OBJECTS_PATH, json=body) as resp:
+                assert resp.status == 201, await resp.text()
+        assert "shadow" in await _groups(http)
+        async with http.get(SHADOW) as resp:
+            resources = {r["name"]: r for r in (await resp.json())["resources"]}
+    assert sorted(resources) == ["configmaps", "deployments", "storageclasses"]
+    deploy = resources["deployments"]
+    assert (deploy["kind"], deploy["namespaced"], deploy["shortNames"], deploy["categories"]) == (
+        "Deployment",
+        True,
+        ["deploy"],
+        ["all"],
+    )
+    assert "categories" not in resources["configmaps"] and resources["configmaps"]["shortNames"] == ["cm"]
+    assert resources["storageclasses"]["namespaced"] is False
+
+
+async def test_objects_read_back_as_applied(http: aiohttp.ClientSession, unique_ns: str) -> None:
+    for name in ("web", "api"):
+        async with http.put(SHADOW_OBJECTS_PATH, json=deployment(unique_ns, name)) as resp:
+            assert resp.status == 201
+    async with http.get(f"{SHADOW}/namespaces/{unique_ns}/deployments") as resp:
+        listed = await resp.json()
+    assert sorted(item["metadata"]["name"] for item in listed["items"]) == ["api", "web"]
+    async with http.get(f"{SHADOW}/namespaces/{unique_ns}/deployments/web") as resp:
+        web = await resp.json()
+    assert (web["kind"], web["spec"]["replicas"], web["metadata"]["namespace"]) == ("Deployment", 2, unique_ns)
+    assert web["metadata"]["uid"] and web["metadata"]["creationTimestamp"]
+    async with http.get(f"{SHADOW}/deployments") as resp:  # across namespaces
+        everywhere = {(i["metadata"]["namespace"], i["metadata"]["name"]) for i in (await resp.json())["items"]}
+    assert {(unique_ns, "web"), (unique_ns, "api")} <= everywhere
+    for path in (f"{SHADOW}/namespaces/{unique_ns}/deployments/nope", f"{SHADOW}/namespaces/{unique_ns}/widgets"):
+        async with http.get(path) as resp:
+            assert resp.status == 404
+            assert (await resp.json())["kind"] == "Status"
+
+
+async def test_reads_are_authorized_as_shadow_paths(served_hub: ServedHub, http: aiohttp.ClientSession) -> None:
+    async with http.put(SHADOW_OBJECTS_PATH, json=deployment("kept")) as resp:
+        assert resp.status in (200, 201)
+    async with served_hub.session(NOBODY) as nobody, nobody.get(f"{SHADOW}/namespaces/kept/deployments") as resp:
+        assert resp.status == 403
+        status = await resp.json()
+    assert status["message"] == (
+        'deployments.shadow is forbidden: User "nora-nobody" cannot list resource "deployments" '
+        'in API group "shadow" in the namespace "kept"'
+    )
