@@ -8,8 +8,9 @@ static Dividing, dynamic Dividing) `--subs` Subscriptions are written as fast as
 them (a Dividing one after its FeedInventory, as the FeedInventory controller would have written
 it), and the rate is the Subscriptions whose binding was written, divided by the time from the
 first write to the last binding. Printed beside it, measured in the same run: the raw NATS
-request/reply rate (one client, sequential requests to a responder in this process) and the
-1-minute load average before and after each mode.
+request/reply rate (one client, sequential requests to a responder in this process), the
+1-minute load average before and after each mode, and the CPU seconds the scheduler and the
+predictor spent on it (where the time went).
 
     .venv/bin/python bench/scheduling.py --clusters 1000 --subs 500
 """
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import nats
+import psutil
 from clusternet_nats.api.apps import FeedInventory, Subscription
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
@@ -166,6 +168,16 @@ class BindingWatch:
         return max(self.decided[k] for k in keys)
 
 
+def cpu_seconds(services: list[ServiceProcess]) -> dict[str, float]:
+    """User plus system CPU each service process has used so far."""
+    used = {}
+    for service in services:
+        assert service.proc is not None
+        times = psutil.Process(service.proc.pid).cpu_times()
+        used[service.name] = times.user + times.system
+    return used
+
+
 def wait_ready(service: ServiceProcess, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not service.ready():
@@ -223,15 +235,17 @@ async def run(args: argparse.Namespace) -> int:
             keys = {object_key(NAMESPACE, sub.name) for sub in batch}
             if mode != "Replication":
                 await gather_bounded([lambda s=s: finvs.create(feed_inventory(s, args.replicas)) for s in batch])
+            cpu_before = cpu_seconds(services)
             start = time.perf_counter()
             await gather_bounded([lambda s=s: subs.create(s) for s in batch])
             written = time.perf_counter() - start
             last = await watch.wait(keys, args.timeout)
             load_after = os.getloadavg()[0]
+            cpu = {name: after - cpu_before[name] for name, after in cpu_seconds(services).items()}
             decided = len(keys & watch.decided.keys())
             placed = len(keys & watch.placed)
             elapsed = (last if last is not None else time.perf_counter()) - start
-            rows.append((mode, decided, placed, elapsed, written, load_before, load_after))
+            rows.append((mode, decided, placed, elapsed, written, load_before, load_after, cpu))
             mode_reference = await request_reply_rate(nc, args.reference_requests)
             rows[-1] = (*rows[-1], mode_reference)
         print(
@@ -240,11 +254,12 @@ async def run(args: argparse.Namespace) -> int:
         )
         print(f"raw NATS request/reply (1 client, sequential) before the modes: {reference:,.0f}/s")
         header = f"{'mode':<12}{'decided':>9}{'placed':>8}{'seconds':>9}{'subs/s':>9}{'writes/s':>10}"
-        print(header + f"{'req/reply/s':>13}{'load 1m':>16}")
-        for mode, decided, placed, elapsed, written, before, after, ref in rows:
+        print(header + f"{'req/reply/s':>13}{'load 1m':>14}   CPU s (scheduler, predictor)")
+        for mode, decided, placed, elapsed, written, before, after, cpu, ref in rows:
             print(
                 f"{mode:<12}{decided:>9}{placed:>8}{elapsed:>9.2f}{decided / elapsed:>9.0f}"
                 f"{args.subs / written:>10.0f}{ref:>13,.0f}{before:>8.2f}->{after:<6.2f}"
+                f"{cpu['scheduler']:>6.2f}, {cpu['predictor']:.2f}"
             )
         return 0
     finally:

@@ -405,7 +405,8 @@ class SubscriptionScheduler:
             )
         if binding.binding_clusters:
             clusters = ",".join(binding.binding_clusters)
-            log.info("binding.written", subscription=key, clusters=clusters, draining=binding.draining_clusters)
+            draining = binding.draining_clusters
+            log.info("binding.written", subscription=key, clusters=len(binding.binding_clusters), draining=draining)
             await self.recorder.normal(sub, SCHEDULED, f"Successfully bound {sub.namespaced_name()} to {clusters}")
 
     async def _warn(self, key: str, sub: Subscription, message: str, written: bool) -> None:

@@ -66,13 +66,11 @@ class PredictorPlugin:
             raise PredictorError(f"the predictor's answer on {subject} is malformed: {err}") from None
         if reply.error:
             raise PredictorError(f"the predictor refused subscription {sub.namespaced_name()}: {reply.error}")
-        answer: dict[str, FeedReplicas] = {}
-        for cluster, prediction in reply.clusters.items():
-            if prediction.replicas is None:
-                name = sub.namespaced_name()
-                log.info("predictor.not_predicted", subscription=name, cluster=cluster, reason=prediction.error)
-            else:
-                answer[cluster] = list(prediction.replicas)
+        answer = {c: list(p.replicas) for c, p in reply.clusters.items() if p.replicas is not None}
+        failed = {c: p.error for c, p in reply.clusters.items() if p.replicas is None}
+        if failed:  # one line per Subscription, however many clusters: a fleet without inventories is loud enough
+            sample = dict(sorted(failed.items())[:3])
+            log.info("predictor.not_predicted", subscription=sub.namespaced_name(), clusters=len(failed), sample=sample)
         return answer
 
 
