@@ -29,6 +29,7 @@ from clusternet_nats.predictor.fit import (
     untolerated_taint,
 )
 from clusternet_nats.predictor.messages import accommodation_subject, parse_accommodation_subject
+from clusternet_nats.predictor.service import ready_replicas
 
 GI = 2**30
 
@@ -249,6 +250,20 @@ def test_bad_quantities_name_the_field() -> None:
     unchecked = ReplicaRequirements.model_construct(resources=resources)
     with pytest.raises(RequirementError, match=r"resources\.requests\.cpu: invalid quantity 'lots'"):
         Demand.of(unchecked)
+
+
+@pytest.mark.parametrize(
+    ("observed", "landed"),
+    [
+        ({"replicas": 3, "readyReplicas": 2, "availableReplicas": 1}, 2),
+        ({"replicas": 3, "availableReplicas": 1}, 1),
+        ({"active": 1, "succeeded": 2, "failed": 1}, 4),
+        ({"replicas": 3}, 0),
+        (None, 0),
+    ],
+)
+def test_replicas_a_workload_reports_landed(observed: dict[str, object] | None, landed: int) -> None:
+    assert ready_replicas(observed) == landed
 
 
 def test_subjects_round_trip_dotted_cluster_names() -> None:

@@ -3,7 +3,7 @@
 The scheduler writes a binding (per feed, the replicas given to each cluster) long before the
 agent's pods land and the node inventory counts them. Until then those replicas are reserved:
 assigned minus what the cluster reports ready for that feed (the Description status's observed
-`readyReplicas`, `availableReplicas` where not given). A pod placed but not ready yet is counted
+`readyReplicas`, `availableReplicas` where not given; a Job's pods active or finished). A pod placed but not ready yet is counted
 both in the node's requested and here, for a moment: the predictor errs towards less room.
 
 Kept per Subscription and indexed per cluster with a generation counter, so a change to one

@@ -82,12 +82,14 @@ def cluster_store_key(cluster: str) -> str:
 
 
 def ready_replicas(observed: dict[str, object] | None) -> int:
-    """Replicas a workload reports ready (availableReplicas where readyReplicas is not given)."""
+    """Replicas a workload reports landed: ready (availableReplicas where readyReplicas is not
+    given); for a Job, its pods active, succeeded or failed (a finished pod holds no room)."""
+    observed = observed or {}
     for key in ("readyReplicas", "availableReplicas"):
-        found = (observed or {}).get(key)
+        found = observed.get(key)
         if isinstance(found, int):
             return found
-    return 0
+    return sum(n for key in ("active", "succeeded", "failed") if isinstance(n := observed.get(key), int))
 
 
 def _description_owner(desc: Description) -> set[Owner]:
