@@ -10,7 +10,7 @@ from clusternet_nats.api.paths import SHADOW_OBJECTS_PATH
 from clusternet_nats.hub.testing import ServedHub, running_hub
 from clusternet_nats.testing.natsserver import NatsServer
 
-from tests.hub.objects import deployment
+from tests.hub.objects import APPS, deployment
 
 from .conftest import NOBODY
 
@@ -69,6 +69,34 @@ async def test_objects_read_back_as_applied(http: aiohttp.ClientSession, unique_
         async with http.get(path) as resp:
             assert resp.status == 404
             assert (await resp.json())["kind"] == "Status"
+
+
+async def test_selectors_and_delete(http: aiohttp.ClientSession, unique_ns: str) -> None:
+    for name in ("web", "api"):
+        body = deployment(unique_ns, name)
+        body["metadata"]["labels"] = {"tier": name}
+        async with http.put(SHADOW_OBJECTS_PATH, json=body) as resp:
+            assert resp.status == 201
+    collection = f"{SHADOW}/namespaces/{unique_ns}/deployments"
+    for query, names in (
+        ({"labelSelector": "tier=web"}, ["web"]),
+        ({"labelSelector": "tier!=web"}, ["api"]),
+        ({"fieldSelector": "metadata.name=api"}, ["api"]),
+        ({"fieldSelector": "metadata.name=none"}, []),
+    ):
+        async with http.get(collection, params=query) as resp:
+            assert [i["metadata"]["name"] for i in (await resp.json())["items"]] == names, query
+    async with http.get(collection, params={"fieldSelector": "spec.replicas=2"}) as resp:
+        assert resp.status == 400
+    async with http.delete(f"{collection}/web") as resp:
+        assert resp.status == 200
+        assert (await resp.json())["metadata"]["name"] == "web"
+    async with http.get(f"{APPS}/namespaces/clusternet-reserved/manifests/deployments.{unique_ns}.web") as resp:
+        assert resp.status == 404  # the Manifest went with it
+    async with http.delete(f"{collection}/web") as resp:
+        assert resp.status == 404
+    async with http.get(collection) as resp:
+        assert [i["metadata"]["name"] for i in (await resp.json())["items"]] == ["api"]
 
 
 async def test_reads_are_authorized_as_shadow_paths(served_hub: ServedHub, http: aiohttp.ClientSession) -> None:

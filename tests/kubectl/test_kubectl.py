@@ -121,3 +121,7 @@ async def test_get_deploy_through_the_shadow_api(
     assert 'cannot list resource "deployments" in API group "shadow"' in theirs.stderr
     missing = await kubectl("get", "deploy", "nope", "-n", unique_ns)
     assert 'deployments.shadow "nope" not found' in missing.stderr
+    deleted = await kubectl("delete", "deploy", "api", "-n", unique_ns)
+    assert deleted.returncode == 0, deleted.stderr
+    assert deleted.stdout.strip() == f'deployment.shadow "api" deleted from {unique_ns} namespace'
+    assert _rows((await kubectl("get", "deploy", "-n", unique_ns)).stdout) == [["NAME", "AGE"], ["web", "<age>"]]

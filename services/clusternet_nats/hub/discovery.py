@@ -26,7 +26,7 @@ KUBERNETES_VERSION = (1, 34)
 """The Kubernetes API release whose conventions the hub follows (kubectl's version-skew check reads it)."""
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 STATUS_VERBS = ["get", "patch", "update"]
-SHADOW_VERBS = ["get", "list"]
+SHADOW_VERBS = ["delete", "get", "list"]
 _JSON_TYPES = ("application/json", "application/*", "*/*")
 
 

@@ -6,7 +6,8 @@ Two entry points:
   not say what it touches, so each handler authorizes once the body is read, as the object's own
   path for Clusternet's kinds and Clusternet's shadow path of the wrapped object otherwise.
 - `/apis/shadow/v1alpha1/[namespaces/<ns>/]<resource>[/<name>]`, as Clusternet's hub serves it:
-  the objects users applied, read back as they wrote them (the Manifests' templates).
+  the objects users applied, read back as they wrote them (the Manifests' templates; label and
+  field selectors apply to them), and deleted by name (their Manifests are).
   kubectl-clusternet sends kubectl's ordinary requests here, and discovery lists under
   `shadow/v1alpha1` every kind users have applied (`shadow_resources`), so
   `kubectl get deploy -n foo` against the hub lists the Deployments applied to namespace foo.
@@ -23,14 +24,16 @@ from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
-from clusternet_nats.api import KubeObject, Manifest, by_kind
+from clusternet_nats.api import KubeObject, Manifest, ObjectMeta, by_kind
 from clusternet_nats.api.labels import CONFIG_GROUP, CONFIG_KIND, CONFIG_NAME, CONFIG_NAMESPACE, RESERVED_NAMESPACE
 from clusternet_nats.api.loader import guess_resource
 from clusternet_nats.api.paths import SHADOW_OBJECTS_PATH, collection_path, object_path
 from clusternet_nats.hub.auth.gate import authorize_as, authorizes_itself
 from clusternet_nats.hub.bodies import dry_run, parse, read_body
+from clusternet_nats.hub.deletion import delete_options
 from clusternet_nats.hub.errors import ApiError, no_such_path
 from clusternet_nats.hub.resources import written_response
+from clusternet_nats.hub.selectors import object_selector
 from clusternet_nats.hub.writes import Writer
 from clusternet_nats.store.views import ObjectViews
 
@@ -131,6 +134,7 @@ class Shadow:
         for collection in (SHADOW_BASE + "/{plural}", SHADOW_BASE + "/namespaces/{namespace}/{plural}"):
             router.add_get(collection, self.list)
             router.add_get(collection + "/{name}", self.get)
+            router.add_delete(collection + "/{name}", self.delete)
 
     @authorizes_itself
     async def create(self, request: web.Request) -> web.Response:
@@ -158,15 +162,22 @@ class Shadow:
     async def list(self, request: web.Request) -> web.Response:
         resource = await self._resource(request)
         namespace = request.match_info.get("namespace")
-        items = [
-            template(m)
-            for m in await self.views.list(MANIFESTS, RESERVED_NAMESPACE)
-            if _is_shadowed(m) and _holds(m, resource, namespace)
-        ]
+        selector = object_selector(request.query)
+        held = [m for m in await self.views.list(MANIFESTS, RESERVED_NAMESPACE) if _holds(m, resource, namespace)]
+        items = [obj for obj in map(template, held) if selector.matches(_selectable(obj))]
         body = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
         return web.json_response(body)
 
     async def get(self, request: web.Request) -> web.Response:
+        return web.json_response(template(await self._manifest(request)))
+
+    async def delete(self, request: web.Request) -> web.Response:
+        """Deletes the Manifest that holds the object, so it is withdrawn from every cluster."""
+        manifest = await self._manifest(request)
+        await self.writer.delete(MANIFESTS, RESERVED_NAMESPACE, manifest.name, await delete_options(request))
+        return web.json_response(template(manifest))
+
+    async def _manifest(self, request: web.Request) -> KubeObject:
         resource = await self._resource(request)
         namespace, name = request.match_info.get("namespace"), request.match_info["name"]
         if resource.namespaced and namespace is None:
@@ -177,14 +188,23 @@ class Shadow:
             message = f'{resource.plural}.{SHADOW_GROUP} "{name}" not found'
             details = {"name": name, "group": SHADOW_GROUP, "kind": resource.plural}
             raise ApiError(404, "NotFound", message, details)
-        return web.json_response(template(manifest))
+        return manifest
 
 
 def _holds(manifest: KubeObject, resource: ShadowResource, namespace: str | None) -> bool:
+    if not _is_shadowed(manifest):
+        return False
     labels = manifest.metadata.labels or {}
     if guess_resource(labels.get(CONFIG_KIND, "")) != resource.plural:
         return False
     return namespace is None or labels.get(CONFIG_NAMESPACE) == namespace
+
+
+def _selectable(obj: dict[str, Any]) -> KubeObject:
+    """What a selector reads of an applied object (name, namespace, labels), as an object it takes."""
+    metadata = obj.get("metadata") or {}
+    meta = ObjectMeta(name=metadata.get("name"), namespace=metadata.get("namespace"), labels=metadata.get("labels"))
+    return KubeObject.model_construct(api_version=obj.get("apiVersion", ""), kind=obj.get("kind", ""), metadata=meta)
 
 
 def template(manifest: KubeObject) -> dict[str, Any]:
