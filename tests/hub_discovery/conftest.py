@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import pytest
@@ -22,3 +23,10 @@ async def served_hub(nats_server: NatsServer) -> AsyncIterator[ServedHub]:
 async def http(served_hub: ServedHub) -> AsyncIterator[aiohttp.ClientSession]:
     async with served_hub.session() as session:
         yield session
+
+
+async def get_json(http: aiohttp.ClientSession, path: str) -> Any:
+    """GET path, which must answer 200, as JSON."""
+    async with http.get(path) as resp:
+        assert resp.status == 200, (path, await resp.text())
+        return await resp.json()

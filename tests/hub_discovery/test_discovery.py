@@ -3,8 +3,6 @@ the /status subresource, readable by any authenticated user and by nobody else."
 
 from __future__ import annotations
 
-from typing import Any
-
 import aiohttp
 import pytest
 from clusternet_nats.api import all_kinds
@@ -12,25 +10,19 @@ from clusternet_nats.hub.testing import ServedHub
 
 from tests.hub.objects import UNAUTHORIZED, subs_path
 
-from .conftest import NOBODY
+from .conftest import NOBODY, get_json
 
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
 
-async def _json(http: aiohttp.ClientSession, path: str) -> Any:
-    async with http.get(path) as resp:
-        assert resp.status == 200, (path, await resp.text())
-        return await resp.json()
-
-
 async def test_groups_and_versions(http: aiohttp.ClientSession) -> None:
-    version = await _json(http, "/version")
+    version = await get_json(http, "/version")
     assert (version["major"], version["minor"]) == ("1", "34")
-    assert (await _json(http, "/api"))["versions"] == ["v1"]
-    groups = {g["name"]: g for g in (await _json(http, "/apis"))["groups"]}
+    assert (await get_json(http, "/api"))["versions"] == ["v1"]
+    groups = {g["name"]: g for g in (await get_json(http, "/apis"))["groups"]}
     assert set(groups) >= {"apps.clusternet.io", "clusters.clusternet.io"}
     assert groups["clusters.clusternet.io"]["preferredVersion"]["groupVersion"] == "clusters.clusternet.io/v1beta1"
-    one = await _json(http, "/apis/apps.clusternet.io")
+    one = await get_json(http, "/apis/apps.clusternet.io")
     assert (one["kind"], one["versions"][0]["version"]) == ("APIGroup", "v1alpha1")
     async with http.get("/apis/no.such.group") as resp:
         assert resp.status == 404
@@ -40,7 +32,7 @@ async def test_groups_and_versions(http: aiohttp.ClientSession) -> None:
 
 async def test_resources_of_each_kind(http: aiohttp.ClientSession) -> None:
     for info in all_kinds():
-        listed = await _json(http, f"/apis/{info.group}/{info.version}")
+        listed = await get_json(http, f"/apis/{info.group}/{info.version}")
         resources = {r["name"]: r for r in listed["resources"]}
         main = resources[info.plural]
         assert (main["kind"], main["singularName"], main["namespaced"]) == (info.kind, info.singular, info.namespaced)

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import aiohttp
 from clusternet_nats.api import all_kinds, by_kind
 from clusternet_nats.api.crds import openapi_schema
 from clusternet_nats.api.openapi import definition_name
 
-
-async def _json(http: aiohttp.ClientSession, path: str) -> Any:
-    async with http.get(path) as resp:
-        assert resp.status == 200, (path, await resp.text())
-        return await resp.json()
+from .conftest import get_json
 
 
 async def test_v3_documents_of_every_group_version(http: aiohttp.ClientSession) -> None:
-    root = await _json(http, "/openapi/v3")
+    root = await get_json(http, "/openapi/v3")
     seen = set()
     for gv, entry in root["paths"].items():
-        document = await _json(http, entry["serverRelativeURL"])
+        document = await get_json(http, entry["serverRelativeURL"])
         for name, schema in document["components"]["schemas"].items():
             for gvk in schema.get("x-kubernetes-group-version-kind", []):
                 assert f"apis/{gvk['group']}/{gvk['version']}" == gv
@@ -33,7 +27,7 @@ async def test_v3_documents_of_every_group_version(http: aiohttp.ClientSession) 
 
 async def test_schemas_are_the_crds_with_descriptions(http: aiohttp.ClientSession) -> None:
     info = by_kind("Subscription")
-    document = await _json(http, f"/openapi/v3/apis/{info.group}/{info.version}")
+    document = await get_json(http, f"/openapi/v3/apis/{info.group}/{info.version}")
     schema = document["components"]["schemas"][definition_name(info)]
     crd = openapi_schema(info)
     assert schema["properties"]["spec"] == crd["properties"]["spec"]
@@ -46,7 +40,7 @@ async def test_schemas_are_the_crds_with_descriptions(http: aiohttp.ClientSessio
 
 
 async def test_v2_has_every_kind_with_definitions_refs(http: aiohttp.ClientSession) -> None:
-    swagger = await _json(http, "/openapi/v2")
+    swagger = await get_json(http, "/openapi/v2")
     assert swagger["swagger"] == "2.0"
     for info in all_kinds():
         definition = swagger["definitions"][definition_name(info)]

@@ -138,16 +138,12 @@ class Shadow:
 
     @authorizes_itself
     async def create(self, request: web.Request) -> web.Response:
-        body = await read_body(request)
-        obj = parse(body)
-        await authorize_as(request, "POST", shadow_path(body, obj, named=False))
+        obj = await _authorized_body(request, named=False)
         return written_response(await self.writer.create(by_kind(obj.kind), obj, dry_run(request)))
 
     @authorizes_itself
     async def apply(self, request: web.Request) -> web.Response:
-        body = await read_body(request)
-        obj = parse(body)
-        await authorize_as(request, "PUT", shadow_path(body, obj, named=True))
+        obj = await _authorized_body(request, named=True)
         return written_response(await self.writer.replace(by_kind(obj.kind), obj, dry_run(request)))
 
     async def _resource(self, request: web.Request) -> ShadowResource:
@@ -189,6 +185,14 @@ class Shadow:
             details = {"name": name, "group": SHADOW_GROUP, "kind": resource.plural}
             raise ApiError(404, "NotFound", message, details)
         return manifest
+
+
+async def _authorized_body(request: web.Request, named: bool) -> KubeObject:
+    """The object a write to the objects path carries, once the user may write it there."""
+    body = await read_body(request)
+    obj = parse(body)
+    await authorize_as(request, request.method, shadow_path(body, obj, named=named))
+    return obj
 
 
 def _holds(manifest: KubeObject, resource: ShadowResource, namespace: str | None) -> bool:
