@@ -35,7 +35,6 @@ SHAPES = {
 }
 NGINX = "apps/v1/Deployment/qux/my-nginx"
 
-WEB = "apps/v1/Deployment/failover/web"
 
 
 @pytest.fixture(scope="module")
@@ -74,11 +73,11 @@ def delete(system: System, path: Path) -> None:
     assert result.returncode == 0, result.stderr + result.stdout
 
 
-async def placement(hub: HubClient, name: str, names: dict[str, str], feed: str = NGINX) -> dict[str, int] | None:
-    """Replicas of a Deployment feed per cluster prefix."""
+async def placement(hub: HubClient, name: str, names: dict[str, str]) -> dict[str, int] | None:
+    """Replicas of the examples' nginx Deployment per cluster prefix."""
     sub = await hub.get(f"{APPS}/namespaces/default/subscriptions/{name}")
     status = (sub or {}).get("status") or {}
-    shares = (status.get("replicas") or {}).get(feed)
+    shares = (status.get("replicas") or {}).get(NGINX)
     if not shares:
         return None
     prefix = {v: k for k, v in names.items()}
@@ -149,10 +148,12 @@ async def test_a_cluster_that_stops_reporting_loses_its_share_and_gets_none_back
     system: System, hub: HubClient, tmp_path: Path
 ) -> None:
     names = await clusters(hub)
-    manifests = tmp_path / "failover.yaml"
-    manifests.write_text(FAILOVER)
-    apply(system, manifests)
-    assert await eventually(lambda: placement(hub, "failover", names, WEB), 60) == {"sh": 2, "bj": 2, "gz": 2}
+    # The examples' nginx (6 x 500m), divided by equal weights: 2 each, which even gz has room for.
+    subscription = tmp_path / "failover.yaml"
+    subscription.write_text(FAILOVER)
+    group = EXAMPLES / "scheduling-group"
+    apply(system, group / "nginx-deployment.yaml", subscription)
+    assert await eventually(lambda: placement(hub, "failover", names), 60) == {"sh": 2, "bj": 2, "gz": 2}
     await eventually(lambda: available(hub, 6), 60, what="6 replicas available")
 
     system.services["agent-gz"].kill()
@@ -172,7 +173,7 @@ async def test_a_cluster_that_stops_reporting_loses_its_share_and_gets_none_back
     system.services["agent-gz"].start()
     await eventually(lambda: _ready(hub, names["gz"]), 30, what="gz Ready again")
     await holds(lambda: _without_gz(hub, names), 3 * HEARTBEAT, "replicas do not flap back to gz when it returns")
-    delete(system, manifests)
+    delete(system, subscription)
 
 
 async def available(hub: HubClient, replicas: int) -> bool:
@@ -185,7 +186,7 @@ async def available(hub: HubClient, replicas: int) -> bool:
 
 
 async def _without_gz(hub: HubClient, names: dict[str, str]) -> dict[str, int] | None:
-    got = await placement(hub, "failover", names, WEB)
+    got = await placement(hub, "failover", names)
     return got if got is not None and "gz" not in got else None
 
 
@@ -197,24 +198,6 @@ async def _ready(hub: HubClient, cluster: str) -> bool:
 
 
 FAILOVER = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: failover}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: failover}
-spec:
-  replicas: 6
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: web
-          image: nginx:1.25
-          resources: {requests: {cpu: 100m, memory: 32Mi}}
----
 apiVersion: apps.clusternet.io/v1alpha1
 kind: Subscription
 metadata: {name: failover, namespace: default}
@@ -226,6 +209,6 @@ spec:
   schedulingStrategy: Dividing
   dividingScheduling: {type: Static}
   feeds:
-    - {apiVersion: v1, kind: Namespace, name: failover}
-    - {apiVersion: apps/v1, kind: Deployment, name: web, namespace: failover}
+    - {apiVersion: v1, kind: Namespace, name: qux}
+    - {apiVersion: apps/v1, kind: Deployment, name: my-nginx, namespace: qux}
 """

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pytest
 from clusternet_nats.api.apps import Subscription, SubscriptionStatus
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.labels import UNSCHEDULABLE_TAINT
@@ -17,16 +16,11 @@ from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually, holds
 from nats.js import JetStreamContext
 
-from tests.scheduler.conftest import build_inventory
-from tests.scheduler.test_scheduler_service import STATIC, Stores, selecting
+from tests.scheduler.conftest import Stores, build_inventory, selecting
+from tests.scheduler.test_scheduler_service import STATIC
 
 ClusterFactory = Callable[..., ManagedCluster]
 SubscriptionFactory = Callable[..., Subscription]
-
-
-@pytest.fixture
-def hub(js: JetStreamContext) -> Stores:
-    return Stores(js)
 
 
 def available(sub: Subscription, clusters: dict[str, ManagedCluster], replicas: dict[str, int]) -> SubscriptionStatus:

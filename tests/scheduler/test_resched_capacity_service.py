@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pytest
 from clusternet_nats.api.apps import Subscription
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
@@ -17,17 +16,11 @@ from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually
 from nats.js import JetStreamContext
 
-from tests.scheduler.conftest import build_inventory
-from tests.scheduler.test_scheduler_service import Stores, selecting
+from tests.scheduler.conftest import Stores, build_inventory, selecting
 
 ClusterFactory = Callable[..., ManagedCluster]
 SubscriptionFactory = Callable[..., Subscription]
 DYNAMIC = {"type": "Dynamic", "dynamicDividing": {"strategy": "Spread"}}
-
-
-@pytest.fixture
-def hub(js: JetStreamContext) -> Stores:
-    return Stores(js)
 
 
 def nodes(cluster: ManagedCluster, count: int) -> NodeInventory:
@@ -107,5 +100,5 @@ async def test_a_higher_priority_subscription_takes_the_room_and_the_preempted_o
         told = await eventually(lambda: hub.events(low, "Preempted"), 10)
         assert told == [f"preempted by {unique_ns}/high (priority 10): rescheduling"]
         # Divided again from nothing: the room on a is the high-priority Subscription's now.
-        binding = await eventually(lambda: hub.draining_or_unplaced(low), 10, what="low left without room")
+        binding = await eventually(lambda: hub.unplaced(low), 10, what="low left without room")
         assert binding.unscheduled_replicas == {f"apps/v1/Deployment/{unique_ns}/low": 2}

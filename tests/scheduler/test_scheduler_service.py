@@ -7,80 +7,21 @@ scheduler sees every ManagedCluster on the shared server.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-import pytest
-from clusternet_nats.api.apps import FeedInventory, Subscription
-from clusternet_nats.api.binding import SubscriptionBinding, spec_hash
+from clusternet_nats.api.apps import Subscription
+from clusternet_nats.api.binding import spec_hash
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.meta import Taint, Toleration
-from clusternet_nats.api.registry import by_kind
 from clusternet_nats.scheduler.service import build
-from clusternet_nats.store import BINDINGS_BUCKET, ObjectStore, StatusStore, list_events, object_key
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually, holds
-from nats.js import JetStreamContext
 
-from tests.scheduler.conftest import build_inventory
+from tests.scheduler.conftest import Stores, build_inventory, selecting
 
 ClusterFactory = Callable[..., ManagedCluster]
 SubscriptionFactory = Callable[..., Subscription]
 STATIC = {"type": "Static"}
-
-
-class Stores:
-    """The stores a test writes through, and the binding it waits for."""
-
-    def __init__(self, js: JetStreamContext) -> None:
-        self.js = js
-        self.clusters: ObjectStore[ManagedCluster] = ObjectStore(js, by_kind("ManagedCluster"))
-        self.subs: ObjectStore[Subscription] = ObjectStore(js, by_kind("Subscription"))
-        self.inventories: ObjectStore[FeedInventory] = ObjectStore(js, by_kind("FeedInventory"))
-        self.bindings = StatusStore(js, BINDINGS_BUCKET, SubscriptionBinding)
-
-    async def binding(self, sub: Subscription) -> SubscriptionBinding | None:
-        found = await self.bindings.get(object_key(sub.namespace, sub.name))
-        return None if found is None else found.value
-
-    async def wait_bound(self, sub: Subscription, clusters: list[str]) -> SubscriptionBinding:
-        async def bound() -> SubscriptionBinding | None:
-            binding = await self.binding(sub)
-            return binding if binding is not None and binding.binding_clusters == clusters else None
-
-        return await eventually(bound, 10, what=f"{sub.name} bound to {clusters}")
-
-    async def unbound(self, sub: Subscription) -> bool:
-        return await self.binding(sub) is None
-
-    async def unbound_clusters(self, sub: Subscription) -> bool:
-        binding = await self.binding(sub)
-        return binding is None or not binding.binding_clusters
-
-    async def draining(self, sub: Subscription) -> SubscriptionBinding | None:
-        binding = await self.binding(sub)
-        return binding if binding is not None and binding.draining_clusters else None
-
-    async def draining_or_unplaced(self, sub: Subscription) -> SubscriptionBinding | None:
-        binding = await self.binding(sub)
-        return binding if binding is not None and binding.unscheduled_replicas else None
-
-    async def replicas(self, sub: Subscription, replicas: dict[str, list[int]]) -> bool:
-        binding = await self.binding(sub)
-        return binding is not None and binding.replicas == replicas
-
-    async def events(self, sub: Subscription, reason: str) -> list[str]:
-        found = await list_events(self.js, "Subscription", sub.namespace, sub.name)
-        return [event.message for event in found if event.reason == reason]
-
-
-@pytest.fixture
-def hub(js: JetStreamContext) -> Stores:
-    return Stores(js)
-
-
-def selecting(ns: str, **labels: str) -> list[dict[str, Any]]:
-    return [{"clusterAffinity": {"matchLabels": {"test": ns, **labels}}}]
 
 
 async def test_binding_follows_labels_taints_tolerations_restarts_and_deletion(

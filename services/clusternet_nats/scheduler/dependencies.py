@@ -54,43 +54,37 @@ def required_pairs(selector: LabelSelector) -> set[Pair] | None:
     return None
 
 
+def _selectors(sub: Subscription) -> list[LabelSelector]:
+    return [subscriber.cluster_affinity for subscriber in sub.spec.subscribers]
+
+
+def _indexed_pairs(sub: Subscription) -> set[Pair]:
+    return {pair for selector in _selectors(sub) for pair in required_pairs(selector) or ()}
+
+
 class Dependencies:
     def __init__(self) -> None:
         self._selectors: dict[str, list[LabelSelector]] = {}
-        self._by_pair: dict[Pair, set[str]] = {}
-        self._pairs_of: dict[str, set[Pair]] = {}
+        self._subs_by_pair: Index[Subscription, Pair] = Index(_indexed_pairs)
         self._unindexed: set[str] = set()
         self._bound: Index[SubscriptionBinding, str] = Index(
             lambda binding: [*binding.binding_clusters, *binding.draining_clusters]
         )
         self._waiting_for_room: set[str] = set()
         self._clusters: dict[str, ClusterFacts] = {}
-        self._clusters_by_pair: dict[Pair, set[str]] = {}
+        self._clusters_by_pair: Index[ClusterFacts, Pair] = Index(lambda facts: facts.labels)
 
     # -- what each Subscription depends on -------------------------------------------------
 
     def subscription_changed(self, key: str, sub: Subscription | None) -> None:
-        for pair in self._pairs_of.pop(key, set()):
-            subs = self._by_pair[pair]
-            subs.discard(key)
-            if not subs:
-                del self._by_pair[pair]
+        self._subs_by_pair.update(key, sub)
         self._unindexed.discard(key)
         self._selectors.pop(key, None)
         if sub is None:
             return
-        selectors = [s.cluster_affinity for s in sub.spec.subscribers]
-        self._selectors[key] = selectors
-        pairs: set[Pair] = set()
-        for selector in selectors:
-            required = required_pairs(selector)
-            if required is None:
-                self._unindexed.add(key)
-            else:
-                pairs |= required
-        self._pairs_of[key] = pairs
-        for pair in pairs:
-            self._by_pair.setdefault(pair, set()).add(key)
+        self._selectors[key] = _selectors(sub)
+        if any(required_pairs(selector) is None for selector in self._selectors[key]):
+            self._unindexed.add(key)
 
     def binding_changed(self, key: str, binding: SubscriptionBinding | None) -> None:
         self._bound.update(key, binding)
@@ -109,30 +103,19 @@ class Dependencies:
             self._clusters[key] = new
         if old == new:
             return set()
-        self._index_cluster(key, old, new)
+        self._clusters_by_pair.update(key, new)
         affected = set(self._bound.keys_for(key))
         for facts in (old, new):
             if facts is not None:
                 affected |= self.selecting(dict(facts.labels))
         return affected
 
-    def _index_cluster(self, key: str, old: ClusterFacts | None, new: ClusterFacts | None) -> None:
-        before = set(old.labels) if old is not None else set()
-        after = set(new.labels) if new is not None else set()
-        for pair in before - after:
-            clusters = self._clusters_by_pair[pair]
-            clusters.discard(key)
-            if not clusters:
-                del self._clusters_by_pair[pair]
-        for pair in after - before:
-            self._clusters_by_pair.setdefault(pair, set()).add(key)
-
     def candidates(self, sub: str) -> set[str] | None:
         """The clusters some subscriber of `sub` could select (a superset of those it selects);
         None when one of its selectors requires no label value, so any cluster could match."""
         if sub in self._unindexed or sub not in self._selectors:
             return None
-        return {key for pair in self._pairs_of.get(sub, ()) for key in self._clusters_by_pair.get(pair, ())}
+        return {key for pair in self._subs_by_pair.values_of(sub) for key in self._clusters_by_pair.keys_for(pair)}
 
     def capacity_changed(self, key: str) -> set[str]:
         """The Subscriptions with replicas that found no room and that select this cluster."""
@@ -146,7 +129,7 @@ class Dependencies:
         """Subscriptions some subscriber of which selects a cluster with these labels."""
         candidates = set(self._unindexed)
         for pair in labels.items():
-            candidates |= self._by_pair.get(pair, set())
+            candidates.update(self._subs_by_pair.keys_for(pair))
         return {sub for sub in candidates if self._selects(sub, labels)}
 
     def bound_to(self, cluster: str) -> list[str]:
