@@ -36,6 +36,7 @@ log = structlog.get_logger(__name__)
 BOOKMARK_SECONDS = 30.0
 """How often a watch with `allowWatchBookmarks=true` is told its position (kube: about a minute)."""
 _TICK_SECONDS = 1.0  # how soon a disconnected client or a shutdown is noticed on an idle watch
+_BATCH = 64  # changes whose objects are read at once
 
 
 def format_version(positions: tuple[int, ...]) -> str:
@@ -152,12 +153,17 @@ class Watches:
                     next_bookmark = now + BOOKMARK_SECONDS
                 wait = min(_TICK_SECONDS, *(t - now for t in (deadline, next_bookmark) if t is not None))
                 try:
-                    index, change = await asyncio.wait_for(queue.get(), max(wait, 0.0))
+                    batch = [await asyncio.wait_for(queue.get(), max(wait, 0.0))]
                 except TimeoutError:
                     continue
-                event = await self._event(stream, index, change)
-                if event is not None:
-                    await stream.send(response, event)
+                while len(batch) < _BATCH and not queue.empty():
+                    batch.append(queue.get_nowait())
+                # The objects are read concurrently; the events go out in the streams' order.
+                objects = await asyncio.gather(*(self._read(stream.info, index, change) for index, change in batch))
+                for (index, change), obj in zip(batch, objects, strict=True):
+                    event = stream.apply(index, change, obj)
+                    if event is not None:
+                        await stream.send(response, event)
         finally:
             for feeder in feeders:
                 feeder.cancel()
@@ -165,20 +171,14 @@ class Watches:
                 if isinstance(result, Exception):
                     log.warning("watch.stream_failed", kind=stream.info.kind, error=repr(result))
 
-    async def _event(self, stream: _Stream, index: int, change: Change) -> dict[str, Any] | None:
-        stream.positions[index] = change.revision
-        info = stream.info
-        namespace, name = split_key(change.key, info.namespaced)
-        obj: KubeObject | None
-        if index == 0 and change.data is not None:
-            obj = await self.views.view(info, self.views.store(info).decode(change.data, change.revision))
-        elif index == 0:
-            return stream.deleted(namespace, name)
-        else:
-            obj = await self.views.get(info, namespace or None, name)
-            if obj is None:  # status of an object not (or no longer) there
+    async def _read(self, info: KindInfo, index: int, change: Change) -> KubeObject | None:
+        """The object as users see it after `change`; None for a deletion or a status without object."""
+        if index == 0:
+            if change.data is None:
                 return None
-        return stream.changed(obj)
+            return await self.views.view(info, self.views.store(info).decode(change.data, change.revision))
+        namespace, name = split_key(change.key, info.namespaced)
+        return await self.views.get(info, namespace or None, name)
 
 
 async def _feed(index: int, source: AsyncIterator[Change], queue: asyncio.Queue[tuple[int, Change]]) -> None:
@@ -223,6 +223,15 @@ class _Stream:
         body = obj.to_json_dict()
         self._held[self._key(obj)] = body
         return {"type": "ADDED", "object": body}
+
+    def apply(self, index: int, change: Change, obj: KubeObject | None) -> dict[str, Any] | None:
+        """The event `change` makes for this client (None: nothing it needs to hear)."""
+        self.positions[index] = change.revision
+        if obj is not None:
+            return self.changed(obj)
+        if index == 0 and change.data is None:
+            return self.deleted(*split_key(change.key, self.info.namespaced))
+        return None  # status of an object not (or no longer) there
 
     def changed(self, obj: KubeObject) -> dict[str, Any] | None:
         key = self._key(obj)
