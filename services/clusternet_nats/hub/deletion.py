@@ -1,26 +1,43 @@
-"""DeleteOptions: kubectl's body (or query) on DELETE, read as kube-apiserver reads it.
+"""DeleteOptions: kubectl's body (or query) on DELETE, read as kube-apiserver reads it, and what
+propagationPolicy means for the objects the deployer derives from a Subscription (its Bases and
+Descriptions, labelled with the Subscription's uid; the deployer's sweep deletes those whose
+Subscription is gone):
 
-propagationPolicy here:
-* Background (the default for our kinds, as for custom resources): the object goes at once;
-  what was made from it (a Subscription's Bases and Descriptions) is removed afterwards by its
-  controller, which reconciles towards "no Subscription, no Descriptions".
-* Foreground and Orphan are accepted and behave as Background: dependents are not kept alive
-  behind a finalizer nor detached, because our controllers own their objects by name, not by a
-  garbage collector (see the hub's notes).
+* Background (the default, as for custom resources): the Subscription goes at once; its Bases and
+  Descriptions are removed afterwards by the deployer's sweep.
+* Foreground: the same, and the answer waits (up to FOREGROUND_SECONDS) until the deployer has
+  removed them, so a client sees the deletion complete. kube-apiserver instead keeps the object,
+  with a deletionTimestamp, until its dependents are gone; here the object goes first, so that no
+  finalizer can leave a Subscription stuck when no deployer runs.
+* Orphan: before the Subscription goes, its uid label and owner reference are taken off its
+  Bases and Descriptions, so the sweep leaves them where they are (Kubernetes' orphaning).
+Kinds other than Subscription have no dependents: all three delete just the object.
 Preconditions (uid, resourceVersion) that do not hold are a 409, as on kube-apiserver.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import structlog
 from aiohttp import web
-from clusternet_nats.api import KindInfo, KubeObject
+from clusternet_nats.api import KindInfo, KubeObject, by_kind
+from clusternet_nats.api.labels import SUBS_UID
 from clusternet_nats.api.yamljson import DecodeError, load_json
 from clusternet_nats.hub.bodies import dry_run
 from clusternet_nats.hub.errors import ApiError, bad_request, resource
 from clusternet_nats.hub.watch import spec_revision
+from clusternet_nats.store import ConflictError
+from clusternet_nats.store.views import ObjectViews
+from clusternet_nats.store.watch import Change, bucket_revision, watch_bucket
 
+log = structlog.get_logger(__name__)
+
+FOREGROUND_SECONDS = 30.0
+DEPENDENT_KINDS = {"Subscription": ("Base", "Description")}
 PROPAGATION_POLICIES = ("Background", "Foreground", "Orphan")
 
 
@@ -91,3 +108,66 @@ def _text(preconditions: dict[str, object], key: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise bad_request("must be a string", f"preconditions.{key}")
     return value
+
+
+async def _dependents(views: ObjectViews, kinds: tuple[str, ...], uid: str) -> list[tuple[KindInfo, KubeObject]]:
+    found = []
+    for kind in kinds:
+        info = by_kind(kind)
+        found += [(info, o) for o in await views.store(info).list() if (o.metadata.labels or {}).get(SUBS_UID) == uid]
+    return found
+
+
+async def orphan(views: ObjectViews, info: KindInfo, obj: KubeObject) -> None:
+    """Detaches the object's dependents (label and owner reference), each by a CAS, re-read on a
+    lost one, so the deployer's sweep keeps them."""
+    uid = obj.metadata.uid or ""
+    for dependent_info, dependent in await _dependents(views, DEPENDENT_KINDS.get(info.kind, ()), uid):
+        store = views.store(dependent_info)
+        current: KubeObject | None = dependent
+        while current is not None and (current.metadata.labels or {}).get(SUBS_UID) == uid:
+            meta = current.metadata
+            labels = {k: v for k, v in (meta.labels or {}).items() if k != SUBS_UID}
+            owners = [ref for ref in meta.owner_references or [] if ref.uid != uid]
+            detached = current.model_copy(
+                update={"metadata": meta.model_copy(update={"labels": labels, "owner_references": owners or None})}
+            )
+            try:
+                await store.update(detached, current)
+                log.info("delete.orphaned", kind=dependent_info.kind, object=current.namespaced_name(), owner=uid)
+                break
+            except ConflictError:
+                current = await store.get(meta.namespace, current.name)
+
+
+async def wait_for_dependents(views: ObjectViews, info: KindInfo, obj: KubeObject) -> bool:
+    """Whether the deleted object's dependents were all removed within FOREGROUND_SECONDS;
+    re-checked on every change to their buckets, not on a timer."""
+    kinds = DEPENDENT_KINDS.get(info.kind, ())
+    if not kinds:
+        return True
+    uid = obj.metadata.uid or ""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + FOREGROUND_SECONDS
+    async with contextlib.AsyncExitStack() as stack:
+        queue: asyncio.Queue[Change] = asyncio.Queue()
+        for kind in kinds:
+            bucket = by_kind(kind).bucket
+            after = await bucket_revision(views.js, bucket)
+            changes = await stack.enter_async_context(watch_bucket(views.js, bucket, ">", after))
+            task = asyncio.create_task(_forward(changes, queue))
+            stack.callback(task.cancel)
+        while await _dependents(views, kinds, uid):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(queue.get(), remaining)
+            while not queue.empty():
+                queue.get_nowait()
+    return True
+
+
+async def _forward(changes: AsyncIterator[Change], queue: asyncio.Queue[Change]) -> None:
+    async for change in changes:
+        queue.put_nowait(change)

@@ -14,12 +14,15 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
 from clusternet_nats.api import KindInfo, KubeObject
-from clusternet_nats.hub.deletion import DeleteOptions
+from clusternet_nats.hub.deletion import DeleteOptions, orphan, wait_for_dependents
 from clusternet_nats.hub.errors import already_exists, conflict, not_found, store_errors
 from clusternet_nats.hub.watch import spec_revision
 from clusternet_nats.store import AlreadyExistsError, ConflictError
 from clusternet_nats.store.views import ObjectViews
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -110,9 +113,14 @@ class Writer:
         if obj is None:
             raise not_found(info, name)
         options.check(info, obj)
-        if not options.dry_run:
-            with store_errors(info, name):
-                deleted = await self.views.store(info).delete(namespace, name, obj.metadata.resource_version)
-            if not deleted:
-                raise not_found(info, name)
+        if options.dry_run:
+            return obj
+        if options.propagation == "Orphan":
+            await orphan(self.views, info, obj)
+        with store_errors(info, name):
+            deleted = await self.views.store(info).delete(namespace, name, obj.metadata.resource_version)
+        if not deleted:
+            raise not_found(info, name)
+        if options.propagation == "Foreground" and not await wait_for_dependents(self.views, info, obj):
+            log.warning("delete.dependents_remain", kind=info.kind, object=obj.namespaced_name())
         return obj
