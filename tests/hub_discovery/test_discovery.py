@@ -60,18 +60,41 @@ async def test_any_authenticated_user_may_discover_but_not_read(served_hub: Serv
 
 
 @pytest.mark.parametrize(
-    ("accept", "status"),
+    ("path", "accept", "kind"),
     [
-        (f"{AGGREGATED},application/json", 200),  # kubectl's: the aggregated form, plain JSON as fallback
-        ("application/json", 200),
-        ("*/*", 200),
-        ("", 200),
-        (AGGREGATED, 406),
-        ("application/yaml", 406),
+        ("/apis", f"{AGGREGATED},application/json", "APIGroupDiscoveryList"),  # kubectl's
+        ("/apis", AGGREGATED, "APIGroupDiscoveryList"),
+        ("/apis", "application/json", "APIGroupList"),
+        ("/apis", "*/*", "APIGroupList"),
+        ("/apis", "application/yaml", "Status"),
+        ("/api", f"{AGGREGATED},application/json", "APIGroupDiscoveryList"),
+        ("/api", "application/json", "APIVersions"),
+        ("/apis/apps.clusternet.io/v1alpha1", f"{AGGREGATED},application/json", "APIResourceList"),
+        ("/apis/apps.clusternet.io/v1alpha1", AGGREGATED, "Status"),  # aggregated only at /api and /apis
     ],
 )
-async def test_aggregated_discovery_falls_back_to_plain(http: aiohttp.ClientSession, accept: str, status: int) -> None:
-    async with http.get("/apis", headers={"Accept": accept}) as resp:
-        assert resp.status == status
-        body = await resp.json()
-    assert body["kind"] == ("APIGroupList" if status == 200 else "Status")
+async def test_accept_negotiation(http: aiohttp.ClientSession, path: str, accept: str, kind: str) -> None:
+    async with http.get(path, headers={"Accept": accept}) as resp:
+        assert resp.status == (406 if kind == "Status" else 200)
+        body = await resp.json(content_type=None)
+        if kind == "APIGroupDiscoveryList":
+            assert resp.headers["Content-Type"] == AGGREGATED  # how client-go tells the two forms apart
+    assert body["kind"] == kind
+
+
+async def test_aggregated_discovery_has_what_the_resource_lists_have(http: aiohttp.ClientSession) -> None:
+    async with http.get("/apis", headers={"Accept": AGGREGATED}) as resp:
+        groups = {g["metadata"]["name"]: g for g in (await resp.json(content_type=None))["items"]}
+    (version,) = groups["apps.clusternet.io"]["versions"]
+    resources = {r["resource"]: r for r in version["resources"]}
+    subs = resources["subscriptions"]
+    assert subs["responseKind"] == {"group": "apps.clusternet.io", "version": "v1alpha1", "kind": "Subscription"}
+    assert (subs["scope"], subs["singularResource"]) == ("Namespaced", "subscription")
+    assert subs["shortNames"] == ["sub", "subs"]
+    assert subs["categories"] == ["clusternet"] and "watch" in subs["verbs"]
+    assert [s["subresource"] for s in subs["subresources"]] == ["status"]
+    assert resources["globalizations"]["scope"] == "Cluster"
+    async with http.get("/api", headers={"Accept": AGGREGATED}) as resp:
+        (core,) = (await resp.json(content_type=None))["items"]
+    assert core["metadata"]["name"] == ""
+    assert {r["resource"] for r in core["versions"][0]["resources"]} == {"events", "namespaces"}

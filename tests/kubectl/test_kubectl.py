@@ -43,6 +43,9 @@ async def test_api_resources_lists_every_kind_with_short_names(kubectl: Kubectl,
                 assert words[0] == ",".join(info.short_names)
     in_category = await kubectl("api-resources", "--categories", "clusternet", "-o", "name")
     assert sorted(in_category.stdout.split()) == sorted(f"{i.plural}.{i.group}" for i in all_kinds())
+    logged = await kubectl("api-resources", "-v=6")  # aggregated discovery: two requests tell kubectl everything
+    requested = re.findall(r'url="https://[^/]+(/[^?"]*)', logged.stderr)
+    assert sorted(requested) == ["/api", "/apis"], requested
     verbs = await kubectl("api-resources", "--api-group", "apps.clusternet.io", "-o", "wide")
     assert "create,delete,get,list,patch,update,watch" in verbs.stdout
 

@@ -3,14 +3,16 @@
 `/version`, `/api`, `/api/v1`, `/apis`, `/apis/<group>` and `/apis/<group>/<version>` answer what
 kube-apiserver would for our kinds (from the registry: verbs, short names, categories, scope,
 the `/status` subresource) plus the shadow group, whose resources are the kinds users have
-applied (`shadow.shadow_resources`). kubectl first asks for the aggregated form
-(`as=APIGroupDiscoveryList`) with plain JSON as its fallback; we answer plain JSON, as an
-apiserver without aggregated discovery does, and 406 to a client that accepts nothing else.
+applied (`shadow.shadow_resources`). `/api` and `/apis` answer in the aggregated form
+(`as=APIGroupDiscoveryList`, apidiscovery v2) when the client asks for it first, as kubectl 1.30+
+does, so kubectl learns everything in two requests; plain JSON otherwise, 406 to a client that
+accepts neither.
 `/openapi/v2` and `/openapi/v3[/apis/<group>/<version>]` serve `api.openapi`'s documents.
 """
 
 from __future__ import annotations
 
+import json
 import platform
 import sys
 from importlib.metadata import version as package_version
@@ -30,22 +32,69 @@ SHADOW_VERBS = ["delete", "get", "list"]
 _JSON_TYPES = ("application/json", "application/*", "*/*")
 
 
-def accepts_json(request: web.Request) -> bool:
-    """Whether the Accept header allows plain JSON (no header allows anything)."""
+AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+_AGGREGATED_PARAMS = ("apidiscovery.k8s.io", "v2", "APIGroupDiscoveryList")
+"""kube-apiserver's aggregated discovery: every group's resources in one answer to /api or /apis."""
+
+
+def _negotiate(request: web.Request, aggregated: bool) -> str:
+    """The media type to answer in, the client's first that is served here: plain JSON, or (on
+    /api and /apis) aggregated discovery v2. 406 when the client accepts neither."""
     accept = request.headers.get("Accept", "")
     if not accept.strip():
-        return True
+        return "application/json"
     for media in accept.split(","):
-        kind, *params = (p.strip() for p in media.split(";"))
-        if kind in _JSON_TYPES and not any(p.startswith("as=") for p in params):
-            return True
-    return False
+        kind, *params = (p.strip().replace(" ", "") for p in media.split(";"))
+        values = dict(p.partition("=")[::2] for p in params)
+        if kind in _JSON_TYPES and "as" not in values:
+            return "application/json"
+        wanted = (values.get("g"), values.get("v"), values.get("as"))
+        if aggregated and kind == "application/json" and wanted == _AGGREGATED_PARAMS:
+            return AGGREGATED
+    raise ApiError(406, "NotAcceptable", "only application/json is served; ask for it in Accept")
 
 
 def _json(request: web.Request, body: dict[str, Any]) -> web.Response:
-    if not accepts_json(request):
-        raise ApiError(406, "NotAcceptable", "only application/json is served; ask for it in Accept")
+    _negotiate(request, aggregated=False)
     return web.json_response(body)
+
+
+Served = list[tuple[str, str, list[dict[str, Any]]]]
+"""Groups as (name, version, APIResourceList entries)."""
+
+
+def _answer(request: web.Request, legacy: dict[str, Any], groups: Served) -> web.Response:
+    """`legacy` (APIVersions or APIGroupList), or the aggregated list of `groups` (name, version,
+    APIResourceList entries) if the client asked for that first."""
+    if _negotiate(request, aggregated=True) == "application/json":
+        return web.json_response(legacy)
+    items = [
+        {"metadata": {"name": name}, "versions": [_aggregated_version(name, version, resources)]}
+        for name, version, resources in groups
+    ]
+    body = {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
+    return web.Response(body=json.dumps(body).encode(), headers={"Content-Type": AGGREGATED})
+
+
+def _aggregated_version(group: str, version: str, resources: list[dict[str, Any]]) -> dict[str, Any]:
+    """APIResourceList entries as aggregated discovery's APIVersionDiscovery, subresources nested."""
+    out: dict[str, dict[str, Any]] = {}
+    for entry in resources:
+        name, _, sub = entry["name"].partition("/")
+        kind = {"group": group, "version": version, "kind": entry["kind"]}
+        if sub:
+            subresource = {"subresource": sub, "responseKind": kind, "verbs": entry["verbs"]}
+            out[name].setdefault("subresources", []).append(subresource)
+            continue
+        out[name] = {
+            "resource": name,
+            "responseKind": kind,
+            "scope": "Namespaced" if entry["namespaced"] else "Cluster",
+            "singularResource": entry["singularName"],
+            "verbs": entry["verbs"],
+            **{key: entry[key] for key in ("shortNames", "categories") if key in entry},
+        }
+    return {"version": version, "resources": list(out.values()), "freshness": "Current"}
 
 
 def _kind_resources(info: KindInfo) -> list[dict[str, Any]]:
@@ -84,6 +133,16 @@ def _shadow_resource(resource: ShadowResource) -> dict[str, Any]:
     if resource.categories:
         out["categories"] = list(resource.categories)
     return out
+
+
+CORE_RESOURCES: list[dict[str, Any]] = [
+    {"name": n, "singularName": s, "namespaced": ns, "kind": k, "verbs": v, "shortNames": short}
+    for n, s, ns, k, v, short in (
+        ("events", "event", True, "Event", ["list"], ["ev"]),
+        ("namespaces", "namespace", False, "Namespace", ["get"], ["ns"]),
+    )
+]
+"""The core v1 resources the hub serves: Events, and Namespaces to read (kubectl asks after a NotFound)."""
 
 
 def _group(name: str, version: str) -> dict[str, Any]:
@@ -131,15 +190,11 @@ class Discovery:
 
     async def api(self, request: web.Request) -> web.Response:
         address = {"clientCIDR": "0.0.0.0/0", "serverAddress": request.host}
-        return _json(request, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [address]})
+        legacy = {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [address]}
+        return _answer(request, legacy, [("", "v1", CORE_RESOURCES)])
 
     async def api_v1(self, request: web.Request) -> web.Response:
-        events = {"name": "events", "singularName": "event", "namespaced": True, "kind": "Event", "verbs": ["list"]}
-        events["shortNames"] = ["ev"]
-        namespaces = {"name": "namespaces", "singularName": "namespace", "namespaced": False, "kind": "Namespace"}
-        namespaces |= {"verbs": ["get"], "shortNames": ["ns"]}
-        body = {"kind": "APIResourceList", "groupVersion": "v1", "resources": [events, namespaces]}
-        return _json(request, body)
+        return _json(request, {"kind": "APIResourceList", "groupVersion": "v1", "resources": CORE_RESOURCES})
 
     async def namespace(self, request: web.Request) -> web.Response:
         """Every namespace exists here (objects name theirs; there is no Namespace object to create
@@ -151,9 +206,16 @@ class Discovery:
     async def apis(self, request: web.Request) -> web.Response:
         """The shadow group only once it has resources: kube-apiserver lists no group version without
         any, and kubectl fails on one that answers an empty list."""
-        shadowed = bool(await shadow_resources(self.views))
-        groups = [_group(name, version) for name, version in self._groups.items() if shadowed or name != SHADOW_GROUP]
-        return _json(request, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+        served: Served = [(name, version, await self._resources(name)) for name, version in self._groups.items()]
+        served = [(name, version, resources) for name, version, resources in served if resources]
+        legacy = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(name, v) for name, v, _ in served]}
+        return _answer(request, legacy, served)
+
+    async def _resources(self, group: str) -> list[dict[str, Any]]:
+        """The group's APIResourceList entries."""
+        if group == SHADOW_GROUP:
+            return [_shadow_resource(r) for r in await shadow_resources(self.views)]
+        return [r for info in all_kinds() if info.group == group for r in _kind_resources(info)]
 
     async def group(self, request: web.Request) -> web.Response:
         name = request.match_info["g"]
@@ -165,12 +227,8 @@ class Discovery:
         group, version = request.match_info["g"], request.match_info["v"]
         if self._groups.get(group) != version:
             raise no_such_path()
-        if group == SHADOW_GROUP:
-            resources = [_shadow_resource(r) for r in await shadow_resources(self.views)]
-        else:
-            resources = [r for info in all_kinds() if info.group == group for r in _kind_resources(info)]
         body = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}"}
-        return _json(request, {**body, "resources": resources})
+        return _json(request, {**body, "resources": await self._resources(group)})
 
     async def openapi_v2(self, request: web.Request) -> web.Response:
         return _json(request, openapi.v2())
