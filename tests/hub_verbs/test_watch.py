@@ -180,3 +180,18 @@ async def test_hub_shutdown_ends_watches(nats_server: NatsServer, unique_ns: str
 
 async def _collect(resp: aiohttp.ClientResponse) -> list[dict[str, Any]]:
     return [event async for event in events(resp)]
+
+
+async def test_a_watch_asked_for_tables_sends_table_rows(http: aiohttp.ClientSession, unique_ns: str) -> None:
+    await create(http, unique_ns, "t1")
+    headers = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"}
+    async with http.get(subs_path(unique_ns), params={"watch": "true"}, headers=headers) as resp:
+        stream = events(resp)
+        first = await _next(stream)
+        await create(http, unique_ns, "t2")
+        second = await _next(stream)
+    for event in (first, second):
+        assert (event["type"], event["object"]["kind"]) == ("ADDED", "Table")
+    assert first["object"]["columnDefinitions"][0]["name"] == "Name"
+    assert second["object"]["columnDefinitions"] == []  # as kube-apiserver: only in the first
+    assert [row["cells"][0] for row in (first["object"]["rows"] + second["object"]["rows"])] == ["t1", "t2"]

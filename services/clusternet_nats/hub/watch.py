@@ -26,6 +26,7 @@ from aiohttp import web
 from clusternet_nats.api import KindInfo, KubeObject
 from clusternet_nats.hub.errors import ApiError, bad_request
 from clusternet_nats.hub.selectors import ObjectSelector
+from clusternet_nats.hub.tables import table, table_version
 from clusternet_nats.store.keys import namespace_filter, split_key
 from clusternet_nats.store.views import ObjectViews
 from clusternet_nats.store.watch import BucketGone, Change, bucket_revision, watch_bucket
@@ -86,7 +87,7 @@ class Watches:
             if name and (namespace or not info.namespaced)
             else namespace_filter(namespace if info.namespaced else None)
         )
-        stream = _Stream(info, selector)
+        stream = _Stream(info, selector, table_version(request.headers.get("Accept", "")))
         if version in ("", "0"):
             objects, positions = await self.views.list_at(info, namespace)
             initial = [obj for obj in objects if selector.matches(obj)]
@@ -200,8 +201,10 @@ def _timeout(request: web.Request) -> float | None:
 class _Stream:
     """One watch's state: where it is in each bucket and which objects the client holds."""
 
-    def __init__(self, info: KindInfo, selector: ObjectSelector) -> None:
+    def __init__(self, info: KindInfo, selector: ObjectSelector, table_version: str | None) -> None:
         self.info, self.selector = info, selector
+        self.table_version = table_version  # objects as one-row Tables (`kubectl get -w`), if asked
+        self._columns_sent = False
         self.positions: list[int] = []
         self._held: dict[str, dict[str, Any]] = {}  # key -> the object last sent
 
@@ -252,6 +255,19 @@ class _Stream:
         body = {"apiVersion": self.info.api_version, "kind": self.info.kind, "metadata": {}}
         return {"type": "BOOKMARK", "object": self._versioned(body)}
 
-    @staticmethod
-    async def send(response: web.StreamResponse, event: dict[str, Any]) -> None:
+    async def send(self, response: web.StreamResponse, event: dict[str, Any]) -> None:
+        if self.table_version is not None:
+            event = {**event, "object": self._as_table(event["object"], event["type"] == "BOOKMARK")}
         await response.write(json.dumps(event, separators=(",", ":")).encode() + b"\n")
+
+    def _as_table(self, body: dict[str, Any], bookmark: bool) -> dict[str, Any]:
+        """As kube-apiserver sends Tables in a watch: column definitions in the first one only."""
+        assert self.table_version is not None
+        if bookmark:
+            api_version = f"meta.k8s.io/{self.table_version}"
+            return {"kind": "Table", "apiVersion": api_version, "metadata": body["metadata"], "rows": []}
+        converted = table(body, self.table_version)
+        if self._columns_sent:
+            converted["columnDefinitions"] = []
+        self._columns_sent = True
+        return converted
