@@ -99,6 +99,35 @@ async def test_selectors_and_delete(http: aiohttp.ClientSession, unique_ns: str)
         assert [i["metadata"]["name"] for i in (await resp.json())["items"]] == ["api"]
 
 
+async def test_writes_at_clusternets_paths(served_hub: ServedHub, http: aiohttp.ClientSession, unique_ns: str) -> None:
+    collection = f"{SHADOW}/namespaces/{unique_ns}/deployments"
+    body = deployment(unique_ns)
+    del body["metadata"]["namespace"]  # the path says it
+    async with http.post(collection, json=body) as resp:
+        assert resp.status == 201, await resp.text()
+        created = await resp.json()
+    assert (created["kind"], created["metadata"]["namespace"]) == ("Deployment", unique_ns)
+    async with http.get(f"{APPS}/namespaces/clusternet-reserved/manifests/deployments.{unique_ns}.web") as resp:
+        assert resp.status == 200  # stored as Clusternet stores it
+    async with http.post(collection, json=body) as resp:
+        assert resp.status == 409
+    body["spec"]["replicas"] = 5
+    async with http.put(f"{collection}/web", json=body) as resp:
+        assert resp.status == 200
+    async with http.get(f"{collection}/web") as resp:
+        assert (await resp.json())["spec"]["replicas"] == 5
+    for path, wrong, field in (
+        (f"{collection}/other", body, "metadata.name"),
+        (f"{SHADOW}/namespaces/elsewhere/deployments/web", deployment(unique_ns), "metadata.namespace"),
+        (f"{SHADOW}/namespaces/{unique_ns}/configmaps/web", deployment(unique_ns), "kind"),
+    ):
+        async with http.put(path, json=wrong) as resp:
+            assert resp.status == 400, path
+            assert (await resp.json())["details"]["causes"][0]["field"] == field
+    async with served_hub.session(NOBODY) as nobody, nobody.post(collection, json=body) as resp:
+        assert resp.status == 403
+
+
 async def test_reads_are_authorized_as_shadow_paths(served_hub: ServedHub, http: aiohttp.ClientSession) -> None:
     async with http.put(SHADOW_OBJECTS_PATH, json=deployment("kept")) as resp:
         assert resp.status in (200, 201)

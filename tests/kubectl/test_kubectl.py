@@ -104,9 +104,14 @@ async def test_get_deploy_through_the_shadow_api(
     kubectl: Kubectl, kubectl_editor: Kubectl, served_hub: ServedHub, unique_ns: str
 ) -> None:
     async with served_hub.session() as http:
-        for namespace, name in ((unique_ns, "web"), (unique_ns, "api"), (EDITOR_NAMESPACE, "web")):
+        for namespace, name in ((unique_ns, "web"), (EDITOR_NAMESPACE, "web")):
             async with http.put(SHADOW_OBJECTS_PATH, json=deployment(namespace, name)) as resp:
                 assert resp.status in (200, 201), await resp.text()
+    # kubectl-clusternet's way: a POST to Clusternet's shadow path
+    shadow_path = f"/apis/shadow/v1alpha1/namespaces/{unique_ns}/deployments"
+    raw = await kubectl("create", "--raw", shadow_path, "-f", "-", input=json.dumps(deployment(unique_ns, "api")))
+    assert raw.returncode == 0, raw.stderr
+    assert json.loads(raw.stdout)["metadata"]["name"] == "api"
     listed = await kubectl("get", "deploy", "-n", unique_ns)
     assert listed.returncode == 0, listed.stderr
     assert _rows(listed.stdout) == [["NAME", "AGE"], ["api", "<age>"], ["web", "<age>"]]

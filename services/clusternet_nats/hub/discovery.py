@@ -28,7 +28,7 @@ KUBERNETES_VERSION = (1, 34)
 """The Kubernetes API release whose conventions the hub follows (kubectl's version-skew check reads it)."""
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 STATUS_VERBS = ["get", "patch", "update"]
-SHADOW_VERBS = ["delete", "get", "list"]
+SHADOW_VERBS = ["create", "delete", "get", "list", "update"]
 _JSON_TYPES = ("application/json", "application/*", "*/*")
 
 

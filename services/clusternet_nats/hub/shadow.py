@@ -7,7 +7,8 @@ Two entry points:
   path for Clusternet's kinds and Clusternet's shadow path of the wrapped object otherwise.
 - `/apis/shadow/v1alpha1/[namespaces/<ns>/]<resource>[/<name>]`, as Clusternet's hub serves it:
   the objects users applied, read back as they wrote them (the Manifests' templates; label and
-  field selectors apply to them), and deleted by name (their Manifests are).
+  field selectors apply to them), created (POST) and replaced (PUT) there as Manifests, and deleted
+  by name (their Manifests are).
   kubectl-clusternet sends kubectl's ordinary requests here, and discovery lists under
   `shadow/v1alpha1` every kind users have applied (`shadow_resources`), so
   `kubectl get deploy -n foo` against the hub lists the Deployments applied to namespace foo.
@@ -31,10 +32,10 @@ from clusternet_nats.api.paths import SHADOW_OBJECTS_PATH, collection_path, obje
 from clusternet_nats.hub.auth.gate import authorize_as, authorizes_itself
 from clusternet_nats.hub.bodies import dry_run, parse, read_body
 from clusternet_nats.hub.deletion import delete_options
-from clusternet_nats.hub.errors import ApiError, no_such_path
+from clusternet_nats.hub.errors import ApiError, bad_request, no_such_path
 from clusternet_nats.hub.resources import written_response
 from clusternet_nats.hub.selectors import object_selector
-from clusternet_nats.hub.writes import Writer
+from clusternet_nats.hub.writes import Writer, Written
 from clusternet_nats.store.views import ObjectViews
 
 SHADOW_GROUP, SHADOW_VERSION = SHADOW_OBJECTS_PATH.split("/")[2:4]
@@ -133,7 +134,9 @@ class Shadow:
         router.add_put(SHADOW_OBJECTS_PATH, self.apply)
         for collection in (SHADOW_BASE + "/{plural}", SHADOW_BASE + "/namespaces/{namespace}/{plural}"):
             router.add_get(collection, self.list)
+            router.add_post(collection, self.create_at_path)
             router.add_get(collection + "/{name}", self.get)
+            router.add_put(collection + "/{name}", self.replace_at_path)
             router.add_delete(collection + "/{name}", self.delete)
 
     @authorizes_itself
@@ -145,6 +148,16 @@ class Shadow:
     async def apply(self, request: web.Request) -> web.Response:
         obj = await _authorized_body(request, named=True)
         return written_response(await self.writer.replace(by_kind(obj.kind), obj, dry_run(request)))
+
+    async def create_at_path(self, request: web.Request) -> web.Response:
+        """POST to Clusternet's shadow path (what kubectl-clusternet sends): the object is stored as
+        a Manifest and answered as applied."""
+        obj = parse(_agree_with_path(request, await read_body(request)))
+        return _written_template(await self.writer.create(MANIFESTS, obj, dry_run(request)))
+
+    async def replace_at_path(self, request: web.Request) -> web.Response:
+        obj = parse(_agree_with_path(request, await read_body(request)))
+        return _written_template(await self.writer.replace(MANIFESTS, obj, dry_run(request)))
 
     async def _resource(self, request: web.Request) -> ShadowResource:
         plural = request.match_info["plural"]
@@ -193,6 +206,26 @@ async def _authorized_body(request: web.Request, named: bool) -> KubeObject:
     obj = parse(body)
     await authorize_as(request, request.method, shadow_path(body, obj, named=named))
     return obj
+
+
+def _agree_with_path(request: web.Request, body: dict[str, Any]) -> dict[str, Any]:
+    """The body completed from the shadow path it was sent to, or a 400 naming the field that
+    disagrees: its kind must be the path's resource, its namespace and name the path's."""
+    kind = body.get("kind")
+    plural = request.match_info["plural"]
+    if not isinstance(kind, str) or guess_resource(kind) != plural:
+        raise bad_request(f"{kind!r} is not a kind served as {plural!r} at {request.path}", "kind")
+    metadata = dict(body.get("metadata") or {})
+    for field in ("namespace", "name"):
+        expected = request.match_info.get(field)
+        if expected is not None and metadata.setdefault(field, expected) != expected:
+            message = f"{metadata[field]!r} does not match {expected!r} given by the request path"
+            raise bad_request(message, f"metadata.{field}")
+    return {**body, "metadata": metadata}
+
+
+def _written_template(written: Written) -> web.Response:
+    return web.json_response(template(written.obj), status=201 if written.created else 200)
 
 
 def _holds(manifest: KubeObject, resource: ShadowResource, namespace: str | None) -> bool:
