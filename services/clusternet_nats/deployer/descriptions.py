@@ -32,8 +32,9 @@ from clusternet_nats.api.apps import (
 from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.api.meta import Feed, ObjectMeta, OwnerReference
 from clusternet_nats.deployer.bases import with_name_label
-from clusternet_nats.deployer.overrides import SourcedOverride, apply_overrides, merge_patch, select_overrides
+from clusternet_nats.deployer.overrides import SourcedOverride, apply_overrides, select_overrides
 from clusternet_nats.domain.feeds import Selector, chart_feed, feed_key, feed_selector, manifest_selectors
+from clusternet_nats.domain.patches import merge_patch
 
 GENERIC_SUFFIX = "-generic"
 HELM_SUFFIX = "-helm"

@@ -29,6 +29,7 @@ from clusternet_nats.api.apps import (
 from clusternet_nats.api.meta import KubeObject
 from clusternet_nats.api.yamljson import DecodeError, load_json, load_yaml
 from clusternet_nats.domain.feeds import Selector, feed_selector
+from clusternet_nats.domain.patches import merge_patch
 from jsonpointer import JsonPointer, JsonPointerException
 
 MAX_JSON_PATCH_OPERATIONS = 10000
@@ -132,19 +133,6 @@ def _apply_one(override: SourcedOverride, value: Any, generic: Any, chart: Any) 
     if kind == OverrideType.FIELD_MERGE_PATCH:
         return _field_patch(override, generic, lambda field: merge_patch(field, value)), chart
     raise OverrideError(override, f"unsupported override type {kind}")
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 def _helm_values(override: SourcedOverride, current: Any, values: Any) -> Any:

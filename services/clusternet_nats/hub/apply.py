@@ -23,8 +23,7 @@ from typing import Any
 
 from aiohttp import web
 from clusternet_nats.api import KindInfo
-from clusternet_nats.api.yamljson import DecodeError, load_yaml
-from clusternet_nats.hub.bodies import agree_with_path, dry_run, parse
+from clusternet_nats.hub.bodies import agree_with_path, decode, dry_run, parse
 from clusternet_nats.hub.errors import ApiError, bad_request
 from clusternet_nats.hub.watch import spec_revision
 from clusternet_nats.hub.writes import Writer, Written
@@ -145,10 +144,7 @@ def dotted(path: Path) -> str:
 
 
 def _applied_config(raw: bytes, info: KindInfo, namespace: str | None, name: str) -> dict[str, Any]:
-    try:
-        config = load_yaml(raw)
-    except DecodeError as err:
-        raise bad_request(f"the apply patch is not valid YAML: {err}") from None
+    config = decode(raw, "the apply patch", yaml=True)
     if not isinstance(config, dict):
         raise bad_request("an apply patch must be a Kubernetes object (a mapping)")
     for field in ("apiVersion", "kind"):

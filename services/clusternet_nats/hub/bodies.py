@@ -31,6 +31,14 @@ async def read_body(request: web.Request) -> dict[str, Any]:
     return data
 
 
+def decode(raw: bytes, what: str, yaml: bool = False) -> Any:
+    """`raw` as JSON (or YAML, which JSON is too); a 400 saying what it should have been."""
+    try:
+        return (load_yaml if yaml else load_json)(raw)
+    except DecodeError as err:
+        raise bad_request(f"{what} is not valid {'YAML' if yaml else 'JSON'}: {err}") from None
+
+
 def _format(request: web.Request) -> str:
     return "YAML" if request.content_type in YAML_TYPES else "JSON"
 

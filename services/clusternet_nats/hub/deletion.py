@@ -26,8 +26,7 @@ import structlog
 from aiohttp import web
 from clusternet_nats.api import KindInfo, KubeObject, by_kind
 from clusternet_nats.api.labels import SUBS_UID
-from clusternet_nats.api.yamljson import DecodeError, load_json
-from clusternet_nats.hub.bodies import dry_run
+from clusternet_nats.hub.bodies import decode, dry_run
 from clusternet_nats.hub.errors import ApiError, bad_request, resource
 from clusternet_nats.hub.watch import spec_revision
 from clusternet_nats.store import ConflictError
@@ -74,12 +73,7 @@ def _precondition(info: KindInfo, obj: KubeObject, what: str) -> ApiError:
 async def delete_options(request: web.Request) -> DeleteOptions:
     """The options from the body (optional) and the query; 400 naming a field that is wrong."""
     raw = await request.read()
-    body: object = {}
-    if raw.strip():
-        try:
-            body = load_json(raw)
-        except DecodeError as err:
-            raise bad_request(f"the DeleteOptions body is not valid JSON: {err}") from None
+    body = decode(raw, "the DeleteOptions body") if raw.strip() else {}
     if not isinstance(body, dict):
         raise bad_request("the request body must be a DeleteOptions object")
     policy = request.query.get("propagationPolicy") or body.get("propagationPolicy") or "Background"

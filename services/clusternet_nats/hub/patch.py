@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import jsonpatch
-from clusternet_nats.api.yamljson import DecodeError, load_json
+from clusternet_nats.domain.patches import merge_patch
+from clusternet_nats.hub.bodies import decode
 from clusternet_nats.hub.errors import ApiError, bad_request
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -33,26 +34,10 @@ def unsupported(content_type: str) -> ApiError:
     return ApiError(415, "UnsupportedMediaType", message)
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: a mapping merges key by key, null removes, anything else replaces."""
-    if not isinstance(patch, dict):
-        return patch
-    merged = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = merge_patch(merged.get(key), value)
-    return merged
-
-
 def apply_patch(current: dict[str, Any], content_type: str, raw: bytes) -> dict[str, Any]:
     """`current` with a merge or JSON patch applied; 400 for a body that is not one, 422 for a
     JSON patch that does not apply (a failed `test`, a missing path)."""
-    try:
-        patch = load_json(raw)
-    except DecodeError as err:
-        raise bad_request(f"the patch is not valid JSON: {err}") from None
+    patch = decode(raw, "the patch")
     if content_type == MERGE_PATCH:
         if not isinstance(patch, dict):
             raise bad_request(f"a merge patch must be a JSON object, not {type(patch).__name__}")
