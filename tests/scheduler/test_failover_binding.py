@@ -29,10 +29,11 @@ def test_without_takes_clusters_and_their_shares_out() -> None:
 
 def test_a_failed_cluster_keeps_its_old_share_beside_the_new_placement() -> None:
     old = binding(["a/mc", "b/mc", "c/mc"], [2, 3, 4])
-    new = binding(["a/mc", "c/mc"], [3, 6])
+    new = binding(["a/mc", "c/mc"], [3, 6]).model_copy(update={"predicted_replicas": {WEB: [5, 9]}})
     kept = with_draining(new, old, ["b/mc"])
     assert kept.binding_clusters == ["a/mc", "b/mc", "c/mc"]
     assert kept.replicas == {WEB: [3, 3, 6], CM: []}
+    assert kept.predicted_replicas == {WEB: [5, None, 9]}, "figures stay with their clusters"
     assert kept.draining_clusters == ["b/mc"]
     assert kept.desired_releases == 3
     assert with_draining(new, old, ["a/mc"]) == new, "placed anew: nothing to drain"

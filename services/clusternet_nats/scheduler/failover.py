@@ -64,10 +64,15 @@ def with_draining(
             continue
         by_cluster = dict(zip(new.binding_clusters, placed, strict=False))
         replicas[feed] = [by_cluster[c] if c in by_cluster else shares[c].get(feed, 0) for c in clusters]
+    predicted = {
+        feed: [dict(zip(new.binding_clusters, figures, strict=False)).get(c) for c in clusters]
+        for feed, figures in new.predicted_replicas.items()
+    }
     return new.model_copy(
         update={
             "binding_clusters": clusters,
             "replicas": replicas,
+            "predicted_replicas": predicted,
             "desired_releases": len(clusters),
             "draining_clusters": kept,
         }

@@ -15,10 +15,13 @@ re-evaluated follows Clusternet's scheduler (pkg/scheduler/scheduler.go):
   capacity past a threshold (`capacity.py`), not on every inventory write;
 * a Subscription failing over, when the deployer's status reports its replicas available.
 
-Replication is re-decided whenever it is re-evaluated (it only follows the feasible clusters).
+A Dividing Subscription waits (condition `WaitingForFeedInventory`) until its FeedInventory lists
+its current feeds. Replication is re-decided whenever it is re-evaluated (it only follows the
+feasible clusters).
 Dividing is re-divided, as Clusternet's `admit`, only when its specHash or FeedInventory changed,
 plus where we go further: a bound cluster lost (failover, `failover.py`), or replicas still
-unplaced. Otherwise replicas already placed stay where they are, so they do not flap.
+unplaced. Otherwise replicas already placed stay where they are, so they do not flap. A
+Subscription preempted by a higher-priority one is divided again from nothing.
 
 The queue is ordered by spec.priority, then time, and retries errors with backoff from 1 s to
 10 s, as Clusternet's scheduling queue. Events tell humans what changed: `Scheduled` for a new
