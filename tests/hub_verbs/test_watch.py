@@ -13,6 +13,7 @@ from clusternet_nats.hub.testing import ServedHub, running_hub
 from clusternet_nats.store.keys import kv_stream
 from clusternet_nats.store.kv import JsonBucket
 from clusternet_nats.testing.natsserver import NatsServer
+from clusternet_nats.testing.waiting import eventually
 from nats.js import JetStreamContext
 
 from .verbs import create, events, subs_path, subscription
@@ -195,3 +196,26 @@ async def test_a_watch_asked_for_tables_sends_table_rows(http: aiohttp.ClientSes
     assert first["object"]["columnDefinitions"][0]["name"] == "Name"
     assert second["object"]["columnDefinitions"] == []  # as kube-apiserver: only in the first
     assert [row["cells"][0] for row in (first["object"]["rows"] + second["object"]["rows"])] == ["t1", "t2"]
+
+
+async def test_a_client_going_away_ends_its_watch(
+    served_hub: ServedHub, js: JetStreamContext, unique_ns: str
+) -> None:
+    info = by_kind("Subscription")
+    watched = f"{JsonBucket(js, info.bucket).prefix}{unique_ns}.>"
+
+    async def watching() -> bool:
+        """Whether the hub holds a push consumer (a watch's) on this namespace's keys."""
+        consumers = await js.consumers_info(kv_stream(info.bucket))
+        return any(c.config.filter_subject == watched and c.config.deliver_subject for c in consumers)
+
+    async with served_hub.session() as http:
+        resp = await http.get(subs_path(unique_ns), params={"watch": "true"})
+        assert resp.status == 200
+        assert await watching()
+        resp.close()  # the connection drops, mid-stream
+    await eventually(lambda: _not(watching), what="the watch's consumer gone with its client")
+
+
+async def _not(check: Any) -> bool:
+    return not await check()
