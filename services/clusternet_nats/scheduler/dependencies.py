@@ -95,8 +95,9 @@ class Dependencies:
 
     # -- what a change concerns ------------------------------------------------------------
 
-    def cluster_changed(self, key: str, cluster: ManagedCluster | None) -> set[str]:
-        """The Subscriptions to re-evaluate; none when nothing scheduling reads has changed."""
+    def cluster_changed(self, key: str, cluster: ManagedCluster | None, concerned: bool = True) -> set[str]:
+        """The Subscriptions to re-evaluate; none when nothing scheduling reads has changed, or
+        when not `concerned` (while listing, when every Subscription is evaluated anyway)."""
         old = self._clusters.pop(key, None)
         new = ClusterFacts.of(cluster) if cluster is not None else None
         if new is not None:
@@ -104,6 +105,8 @@ class Dependencies:
         if old == new:
             return set()
         self._clusters_by_pair.update(key, new)
+        if not concerned:
+            return set()
         affected = set(self._bound.keys_for(key))
         for facts in (old, new):
             if facts is not None:

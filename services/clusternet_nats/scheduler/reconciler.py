@@ -186,10 +186,8 @@ class SubscriptionScheduler:
             self._clusters.pop(name, None)
         else:
             self._clusters[name] = cluster
-        affected = self.dependencies.cluster_changed(name, cluster)
         # While listing, every Subscription is being enqueued by its own informer anyway.
-        if self.clusters.synced:
-            self._enqueue(affected)
+        self._enqueue(self.dependencies.cluster_changed(name, cluster, concerned=self.clusters.synced))
 
     def _inventory_changed(self, key: str, inventory: NodeInventory | None) -> None:
         cluster = self._cluster_name(key)
