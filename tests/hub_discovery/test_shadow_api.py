@@ -126,6 +126,20 @@ async def test_writes_at_clusternets_paths(served_hub: ServedHub, http: aiohttp.
             assert (await resp.json())["details"]["causes"][0]["field"] == field
     async with served_hub.session(NOBODY) as nobody, nobody.post(collection, json=body) as resp:
         assert resp.status == 403
+    cluster = {  # Clusternet's kinds only at their own paths, where creating this one is admin-only
+        "apiVersion": "clusters.clusternet.io/v1beta1",
+        "kind": "ManagedCluster",
+        "metadata": {"name": "sneaky"},
+        "spec": {"clusterId": "9f6a4b0e-0000-4000-8000-000000000001", "syncMode": "Pull"},
+    }
+    manifest = {"apiVersion": "apps.clusternet.io/v1alpha1", "kind": "Manifest", "metadata": {"name": "m"}}
+    manifest["template"] = body
+    for kind, plural, sent in (("ManagedCluster", "managedclusters", cluster), ("Manifest", "manifests", manifest)):
+        async with http.post(f"{SHADOW}/namespaces/{unique_ns}/{plural}", json=sent) as resp:
+            assert resp.status == 400, kind
+            assert (await resp.json())["details"]["causes"][0]["field"] == "kind"
+    async with http.get(f"/apis/clusters.clusternet.io/v1beta1/namespaces/{unique_ns}/managedclusters") as resp:
+        assert (await resp.json())["items"] == []
 
 
 async def test_reads_are_authorized_as_shadow_paths(served_hub: ServedHub, http: aiohttp.ClientSession) -> None:

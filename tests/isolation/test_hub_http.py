@@ -34,6 +34,7 @@ POLICY = {
 ANONYMOUS = {(method, path) for method in ("GET", "HEAD") for path in ("/healthz", "/livez", "/readyz")}
 READS = frozenset({"GET", "HEAD"})
 REGISTRATION = "/apis/registration.clusternet-nats.io/"
+SHADOW = "/apis/shadow/"
 
 
 @pytest.fixture
@@ -119,6 +120,8 @@ def _is_admin_route(method: str, path: str) -> bool:
     cluster lifecycle (the hub's documented policy, restated here rather than imported)."""
     if path.startswith(REGISTRATION):
         return True
+    if path.startswith(SHADOW):  # never Clusternet's kinds there (its shadow API leaves *.clusternet.io out)
+        return False
     if "/clusterregistrationrequests" in path and method not in READS:
         return True
     return "/managedclusters" in path and method in ("POST", "DELETE")
