@@ -94,3 +94,28 @@ async def test_apply_dry_run_writes_nothing(http: aiohttp.ClientSession, unique_
     assert resp.status == 201
     async with http.get(subs_path(unique_ns, "demo")) as got:
         assert got.status == 404
+
+
+async def test_named_list_items_are_owned_by_key(http: aiohttp.ClientSession, unique_ns: str) -> None:
+    def feed(name: str) -> dict[str, str]:
+        return {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": unique_ns}
+
+    alice = subscription(unique_ns, feeds=[feed("web")])
+    assert (await _apply(http, unique_ns, alice, "alice")).status == 201
+    bob = subscription(unique_ns, feeds=[feed("api")])
+    resp = await _apply(http, unique_ns, bob, "bob")
+    assert resp.status == 200, await resp.text()  # another item of the list: no conflict
+    assert [f["name"] for f in (await resp.json())["spec"]["feeds"]] == ["web", "api"]
+    alice["spec"]["feeds"] = [feed("db")]
+    resp = await _apply(http, unique_ns, alice, "alice")
+    assert [f["name"] for f in (await resp.json())["spec"]["feeds"]] == ["api", "db"]  # web was alice's only
+
+
+async def test_atomic_lists_conflict_whole(http: aiohttp.ClientSession, unique_ns: str) -> None:
+    body = subscription(unique_ns)
+    body["metadata"]["finalizers"] = ["a/one"]
+    assert (await _apply(http, unique_ns, body, "alice")).status == 201
+    body["metadata"]["finalizers"] = ["a/one", "b/two"]
+    resp = await _apply(http, unique_ns, body, "bob")
+    assert resp.status == 409
+    assert {c["field"] for c in (await resp.json())["details"]["causes"]} == {".metadata.finalizers"}

@@ -93,3 +93,10 @@ async def test_patch_of_the_main_resource_ignores_status(http: aiohttp.ClientSes
     async with http.patch(subs_path(unique_ns, "demo"), json=patch, headers=MERGE) as resp:
         assert resp.status == 200
     assert "desiredReleases" not in (await _get(http, unique_ns)).get("status", {})
+
+
+async def test_a_body_type_that_is_no_patch_is_415(http: aiohttp.ClientSession, unique_ns: str) -> None:
+    await create(http, unique_ns)
+    async with http.patch(subs_path(unique_ns, "demo"), data=b"{}", headers={"Content-Type": "text/plain"}) as resp:
+        assert resp.status == 415
+        assert "text/plain" in (await resp.json())["message"]

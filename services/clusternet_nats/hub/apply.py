@@ -66,6 +66,11 @@ def _child(value: Any, step: str) -> Any:
     return _MISSING
 
 
+def _key_field_last(path: Path) -> tuple[bool, Path]:
+    """Removal order: an item's `name` after its other fields, since the item is found by it."""
+    return (len(path) > 1 and path[-1] == "f:name" and path[-2].startswith("k:"), path)
+
+
 def value_at(doc: Any, path: Path) -> Any:
     for step in path:
         doc = _child(doc, step)
@@ -86,8 +91,9 @@ def remove(doc: dict[str, Any], path: Path) -> None:
         container, step = parents[depth], path[depth]
         if step.startswith("f:") and isinstance(container, dict):
             container.pop(step[2:], None)
-        elif isinstance(container, list):
-            container[:] = [i for i in container if not (isinstance(i, dict) and _item_key(i) == step)]
+        elif isinstance(container, list) and depth + 1 < len(parents):
+            item = parents[depth + 1]  # by identity: an emptied item has no key left
+            container[:] = [i for i in container if i is not item]
         if depth == 0 or container:  # stop at the first container that still holds something
             break
 
@@ -210,9 +216,9 @@ async def server_side_apply(
             raise _conflict(conflicts, info.api_version)
         taken = {path for _, path in conflicts}
         still_owned = set().union(*(paths_of(e.get("fieldsV1")) - taken for e in others))
-        for path in sorted(paths_of(mine.get("fieldsV1")) if mine else set(), reverse=True):
-            if path not in applied and path not in still_owned:
-                remove(doc, path)
+        released = (paths_of(mine.get("fieldsV1")) if mine else set()) - applied - still_owned
+        for path in sorted(released, key=_key_field_last):
+            remove(doc, path)
         doc = merge(doc, {k: v for k, v in config.items() if k != "status"})
         kept = []
         for entry in others:
