@@ -19,6 +19,7 @@ from clusternet_nats.domain.subscriptions import has_binding, with_binding
 from clusternet_nats.store.buckets import BINDINGS_BUCKET
 from clusternet_nats.store.keys import namespace_filter
 from clusternet_nats.store.kv import JsonBucket, ObjectStore
+from clusternet_nats.store.watch import bucket_revision
 from nats.js import JetStreamContext
 from pydantic import BaseModel, ValidationError
 
@@ -52,6 +53,14 @@ class ObjectViews:
             store.get(namespace, name), self._get_status(info, key), self._get_binding(info, key)
         )
         return None if obj is None else _merge(info, obj, status, binding)
+
+    async def get_at(
+        self, info: KindInfo, namespace: str | None, name: str
+    ) -> tuple[KubeObject | None, tuple[int, ...]]:
+        """`get`, and revisions of `buckets(info)` read before it: a watch from there misses
+        nothing (it may repeat a change the object already shows)."""
+        positions = await asyncio.gather(*(bucket_revision(self.js, bucket) for bucket in self.buckets(info)))
+        return await self.get(info, namespace, name), tuple(positions)
 
     async def view(self, info: KindInfo, obj: KubeObject) -> KubeObject:
         """`obj` (just written) with the status currently recorded for it."""

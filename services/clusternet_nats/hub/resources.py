@@ -27,7 +27,7 @@ from clusternet_nats.hub.deletion import delete_options
 from clusternet_nats.hub.errors import ApiError, bad_request, no_such_path, not_found
 from clusternet_nats.hub.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, apply_patch, unsupported
 from clusternet_nats.hub.selectors import object_selector
-from clusternet_nats.hub.watch import Watches, format_version, spec_revision
+from clusternet_nats.hub.watch import Watches, format_version, read_selected, spec_revision
 from clusternet_nats.hub.writes import Writer, Written
 from clusternet_nats.store.views import ObjectViews
 
@@ -150,8 +150,8 @@ class Resources:
             snapshot, start = _read_continue(token)
             items, version = self._pages.get(snapshot)
         else:
-            objects, positions = await self.views.list_at(info, namespace)
-            items = [obj.to_json() for obj in objects if selector.matches(obj)]
+            objects, positions = await read_selected(self.views, info, namespace, selector)
+            items = [obj.to_json() for obj in objects]
             version, snapshot, start = format_version(positions), "", 0
         metadata: dict[str, Any] = {"resourceVersion": version}
         page = items[start : start + limit] if limit else items[start:]

@@ -61,6 +61,19 @@ def parse_version(text: str, buckets: int) -> list[int | None]:
     return [*values, *[None] * (buckets - len(values))]
 
 
+async def read_selected(
+    views: ObjectViews, info: KindInfo, namespace: str | None, selector: ObjectSelector
+) -> tuple[list[KubeObject], tuple[int, ...]]:
+    """The selected objects and the position they are the state at; one read, not a list, when
+    the selector names one object (`kubectl get X -w`, `kubectl delete`'s wait)."""
+    name = selector.name
+    if name and (namespace or not info.namespaced):
+        obj, positions = await views.get_at(info, namespace, name)
+        return ([obj] if obj is not None and selector.matches(obj) else []), positions
+    objects, positions = await views.list_at(info, namespace)
+    return [obj for obj in objects if selector.matches(obj)], positions
+
+
 def expired(err: BucketGone) -> ApiError:
     return ApiError(410, "Expired", f"too old resource version: {err.after} ({err.first - 1})")
 
@@ -89,8 +102,7 @@ class Watches:
         )
         stream = _Stream(info, selector, table_version(request.headers.get("Accept", "")))
         if version in ("", "0"):
-            objects, positions = await self.views.list_at(info, namespace)
-            initial = [obj for obj in objects if selector.matches(obj)]
+            initial, positions = await read_selected(self.views, info, namespace, selector)
         else:
             parsed = parse_version(version, len(buckets))
             positions = tuple(
@@ -99,10 +111,8 @@ class Watches:
                     for p, bucket in zip(parsed, buckets, strict=True)
                 ]
             )
-            objects, _ = await self.views.list_at(info, namespace)
-            stream.prime(
-                [o for o in objects if int(o.metadata.resource_version or 0) <= positions[0] and selector.matches(o)]
-            )
+            objects, _ = await read_selected(self.views, info, namespace, selector)
+            stream.prime([o for o in objects if int(o.metadata.resource_version or 0) <= positions[0]])
             initial = []
         async with contextlib.AsyncExitStack() as stack:
             try:
