@@ -84,6 +84,11 @@ async def placement(hub: HubClient, name: str, names: dict[str, str]) -> dict[st
     return {prefix[c]: n for c, n in zip(status["bindingClusters"], shares, strict=True)}
 
 
+async def _events(hub: HubClient, name: str, reason: str) -> list[str]:
+    events = await hub.items(f"/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3D{name}")
+    return [e["message"] for e in events if e["reason"] == reason]
+
+
 async def gone_from_children(system: System) -> bool:
     return not any(("Deployment", "qux", "my-nginx") in child_objects(system, c) for c in _child_names(system))
 
@@ -92,7 +97,9 @@ def _child_names(system: System) -> list[str]:
     return [p.stem for p in (system.workdir / "agent-state").glob("*.json")]
 
 
-async def test_dynamic_dividing_divides_by_what_each_cluster_has_room_for(system: System, hub: HubClient) -> None:
+async def test_dynamic_dividing_divides_by_what_each_cluster_has_room_for(
+    system: System, hub: HubClient, tmp_path: Path
+) -> None:
     # Predicted room sh 4, bj 8, gz 2 (14); Clusternet's dynamicDivideReplicas of 6: floors 6*4/14=1,
     # 6*8/14=3, 6*2/14=0 leave 2, given by descending fraction (gz .86, sh .71): sh 2, bj 3, gz 1.
     names = await clusters(hub)
@@ -109,8 +116,40 @@ async def test_dynamic_dividing_divides_by_what_each_cluster_has_room_for(system
         row = next(line.split() for line in table.splitlines() if names[prefix] in line)
         assert row[1:4] == [NGINX, str(replicas), str(room)], table
 
+    # Scaled to 20, more than the 14 there is room for: the FeedInventory changes, what is left
+    # (2/5/1) is added and the other 6 are reported, not dropped.
+    await eventually(lambda: available(hub, "dynamic-dividing-scheduling-demo", 6), 60, what="6 available")
+    scaled = tmp_path / "nginx-deployment.yaml"
+    scaled.write_text((example / "nginx-deployment.yaml").read_text().replace("replicas: 6", "replicas: 20"))
+    apply(system, scaled)
+    short = f"could not place 6 replica(s) of {NGINX}: 3/3 clusters took replicas"
+
+    async def told() -> list[str]:
+        events = await _events(hub, "dynamic-dividing-scheduling-demo", "FailedScheduling")
+        return [message for message in events if message.startswith(short)]
+
+    await eventually(told, 60, what="FailedScheduling for the 6 without room")
+
     delete(system, example / "subscription.yaml")
     await eventually(lambda: gone_from_children(system), 60, what="the example's replicas removed")
+
+
+async def test_get_subs_says_why_nothing_is_placed(system: System, hub: HubClient, tmp_path: Path) -> None:
+    await clusters(hub)
+    nowhere = tmp_path / "nowhere.yaml"
+    selector = "{key: region, operator: In, values: [ap-nowhere]}"
+    manifest = FAILOVER.replace("name: failover", "name: nowhere")
+    nowhere.write_text(manifest.replace("{key: region, operator: Exists}", selector))
+    apply(system, nowhere)
+
+    async def reason() -> list[str] | None:
+        listing = cnet(system, "get", "subs", "nowhere", "-o", "wide").stdout.splitlines()
+        return listing[1].split() if len(listing) > 1 and "Unschedulable" in listing[1] else None
+
+    row = await eventually(reason, 30, what="cnet get subs shows Unschedulable")
+    assert row[1:3] == ["False", "Unschedulable"]
+    assert "0/3 clusters are available: 3 cluster(s) didn't match cluster affinity." in " ".join(row)
+    delete(system, nowhere)
 
 
 @pytest.mark.parametrize(
@@ -154,7 +193,7 @@ async def test_a_cluster_that_stops_reporting_loses_its_share_and_gets_none_back
     group = EXAMPLES / "scheduling-group"
     apply(system, group / "nginx-deployment.yaml", subscription)
     assert await eventually(lambda: placement(hub, "failover", names), 60) == {"sh": 2, "bj": 2, "gz": 2}
-    await eventually(lambda: available(hub, 6), 60, what="6 replicas available")
+    await eventually(lambda: available(hub, "failover", 6), 60, what="6 replicas available")
 
     system.services["agent-gz"].kill()
     stopped = time.monotonic()
@@ -164,11 +203,10 @@ async def test_a_cluster_that_stops_reporting_loses_its_share_and_gets_none_back
     took = time.monotonic() - stopped
     assert moved == {"sh": 3, "bj": 3}
     print(f"gz's share moved {took:.1f}s after its agent stopped (heartbeat timeout {3 * HEARTBEAT:.0f}s)")
-    events = await hub.items("/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dfailover")
-    told = [e["message"] for e in events if e["reason"] == "FailingOver"]
+    told = await _events(hub, "failover", "FailingOver")
     kept = "kept there until the new placement is available"
     assert told == [f"moving the replicas of {names['gz']} to other clusters; {kept}"]
-    await eventually(lambda: available(hub, 6), 30, what="6 replicas available on sh and bj")
+    await eventually(lambda: available(hub, "failover", 6), 30, what="6 replicas available on sh and bj")
 
     system.services["agent-gz"].start()
     await eventually(lambda: _ready(hub, names["gz"]), 30, what="gz Ready again")
@@ -176,8 +214,8 @@ async def test_a_cluster_that_stops_reporting_loses_its_share_and_gets_none_back
     delete(system, subscription)
 
 
-async def available(hub: HubClient, replicas: int) -> bool:
-    sub = await hub.get(f"{APPS}/namespaces/default/subscriptions/failover")
+async def available(hub: HubClient, name: str, replicas: int) -> bool:
+    sub = await hub.get(f"{APPS}/namespaces/default/subscriptions/{name}")
     for agg in ((sub or {}).get("status") or {}).get("aggregatedStatuses") or []:
         if agg["kind"] == "Deployment":
             summary = (agg.get("feedStatusSummary") or {}).get("replicaStatus") or {}

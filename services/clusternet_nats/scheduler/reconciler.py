@@ -126,6 +126,17 @@ def predicted_by_feed(
     }
 
 
+def shortfall(binding: SubscriptionBinding, finv: FeedInventory) -> dict[str, int]:
+    """Per divided feed key, the desired replicas the binding does not place (a feed it does not
+    divide, as static dividing with no weight, lacks nothing)."""
+    missing = {
+        feed_key(order): order.desired_replicas - sum(binding.replicas[feed_key(order)])
+        for order in finv.spec.feeds
+        if order.desired_replicas is not None and binding.replicas.get(feed_key(order))
+    }
+    return {feed: n for feed, n in missing.items() if n > 0}
+
+
 def unplaced_message(unscheduled: dict[str, int]) -> str:
     parts = [f"{count} replicas of {feed}" for feed, count in sorted(unscheduled.items()) if count]
     return f"no cluster has room for {', '.join(parts)}"
@@ -329,10 +340,14 @@ class SubscriptionScheduler:
         """The decision with what users are shown: the `Scheduled` condition, unplaced replicas and
         the predictor's figures for the bound clusters."""
         before = stored.condition if stored is not None else None
-        unscheduled = {feed: n for feed, n in unscheduled.items() if n}
+        # What the binding lacks is unplaced, whether the assigner counted it or (when division
+        # failed and what was placed stays) not.
+        missing = shortfall(binding, finv) if finv is not None else {}
+        feeds = {*unscheduled, *missing}
+        unscheduled = {f: n for f in feeds if (n := max(unscheduled.get(f, 0), missing.get(f, 0)))}
         if not binding.binding_clusters:
             condition = scheduled_condition(False, UNSCHEDULABLE, failure or "no cluster is feasible", before)
-        elif unscheduled:
+        elif unscheduled or failure is not None:
             message = failure or unplaced_message(unscheduled)
             condition = scheduled_condition(False, PARTIALLY_SCHEDULED, message, before)
         else:
