@@ -219,3 +219,16 @@ async def test_a_client_going_away_ends_its_watch(
 
 async def _not(check: Any) -> bool:
     return not await check()
+
+
+async def test_an_unreadable_object_ends_the_watch_with_an_error_event(
+    http: aiohttp.ClientSession, js: JetStreamContext, unique_ns: str
+) -> None:
+    version = await _list_version(http, unique_ns)
+    async with http.get(subs_path(unique_ns), params={"watch": "true", "resourceVersion": version}) as resp:
+        bucket = JsonBucket(js, by_kind("Subscription").bucket)
+        await bucket.create(f"{unique_ns}.broken", b'{"kind": "Subscription", "spec": 3}')
+        received = await asyncio.wait_for(_collect(resp), 10)  # the stream ends after the error
+    assert [e["type"] for e in received] == ["ERROR"]
+    assert (received[0]["object"]["kind"], received[0]["object"]["code"]) == ("Status", 500)
+    await bucket.delete(f"{unique_ns}.broken")

@@ -170,7 +170,13 @@ class Watches:
                 while len(batch) < _BATCH and not queue.empty():
                     batch.append(queue.get_nowait())
                 # The objects are read concurrently; the events go out in the streams' order.
-                objects = await asyncio.gather(*(self._read(stream.info, index, change) for index, change in batch))
+                try:
+                    objects = await asyncio.gather(*(self._read(stream.info, i, change) for i, change in batch))
+                except Exception as err:  # the store failed mid-stream: say so, as kube-apiserver, and end
+                    log.warning("watch.read_failed", kind=stream.info.kind, error=repr(err))
+                    status = ApiError(500, "InternalError", f"the watch could not read the store: {err!r}")
+                    await response.write(json.dumps({"type": "ERROR", "object": status.body()}).encode() + b"\n")
+                    break
                 for (index, change), obj in zip(batch, objects, strict=True):
                     event = stream.apply(index, change, obj)
                     if event is not None:
