@@ -14,7 +14,6 @@ from clusternet_nats.store import StatusStore, object_key
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually, holds
-from nats.js import JetStreamContext
 
 from tests.scheduler.conftest import Stores, build_inventory, selecting
 from tests.scheduler.test_scheduler_service import STATIC
@@ -36,7 +35,6 @@ def available(sub: Subscription, clusters: dict[str, ManagedCluster], replicas: 
 async def test_a_not_ready_clusters_share_moves_gracefully_and_does_not_flap_back(
     nats_server: NatsServer,
     hub: Stores,
-    js: JetStreamContext,
     unique_ns: str,
     make_cluster: ClusterFactory,
     make_sub: SubscriptionFactory,
@@ -52,7 +50,7 @@ async def test_a_not_ready_clusters_share_moves_gracefully_and_does_not_flap_bac
     await hub.inventories.create(build_inventory(sub, [9]))
     key = f"apps/v1/Deployment/{unique_ns}/web"
     names = {x: f"{unique_ns}-{x}/mc" for x in "abc"}
-    statuses = StatusStore(js, "subscriptions-status", SubscriptionStatus)
+    statuses = StatusStore(hub.js, "subscriptions-status", SubscriptionStatus)
     async with running_service("clusternet-scheduler", build, nats_server.url):
         binding = await hub.wait_bound(sub, list(names.values()))
         assert binding.replicas == {key: [3, 3, 3]}

@@ -14,7 +14,6 @@ from clusternet_nats.store import StatusStore, object_key
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually
-from nats.js import JetStreamContext
 
 from tests.scheduler.conftest import Stores, build_inventory, selecting
 
@@ -23,24 +22,25 @@ SubscriptionFactory = Callable[..., Subscription]
 DYNAMIC = {"type": "Dynamic", "dynamicDividing": {"strategy": "Spread"}}
 
 
-def nodes(cluster: ManagedCluster, count: int) -> NodeInventory:
+async def report_nodes(hub: Stores, cluster: ManagedCluster, count: int) -> None:
+    """The cluster's node inventory, as its agent reports it: `count` idle 1-CPU nodes."""
     one = {"cpu": "1", "memory": "4Gi", "pods": "110"}
     items = [{"name": f"n{i}", "allocatable": one, "capacity": one, "requested": {}} for i in range(count)]
-    return NodeInventory.model_validate({"clusterId": cluster.spec.cluster_id, "nodes": items})
+    inventory = NodeInventory.model_validate({"clusterId": cluster.spec.cluster_id, "nodes": items})
+    store = StatusStore(hub.js, NODE_INVENTORIES_BUCKET, NodeInventory)
+    await store.put_if_changed(object_key(cluster.namespace, cluster.name), inventory)
 
 
 async def test_replicas_without_room_are_reported_then_placed_when_a_cluster_grows(
     nats_server: NatsServer,
     hub: Stores,
-    js: JetStreamContext,
     unique_ns: str,
     make_cluster: ClusterFactory,
     make_sub: SubscriptionFactory,
 ) -> None:
     a, b = [await hub.clusters.create(make_cluster(f"{unique_ns}-{x}", labels={"test": unique_ns})) for x in "ab"]
-    inventories = StatusStore(js, NODE_INVENTORIES_BUCKET, NodeInventory)
     for cluster in (a, b):
-        await inventories.put(object_key(cluster.namespace, cluster.name), nodes(cluster, 1), 0)
+        await report_nodes(hub, cluster, 1)
     feed = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": unique_ns}
     dividing = {"schedulingStrategy": "Dividing", "dividingScheduling": DYNAMIC}
     sub = await hub.subs.create(make_sub("app", unique_ns, selecting(unique_ns), feeds=[feed], **dividing))
@@ -61,9 +61,7 @@ async def test_replicas_without_room_are_reported_then_placed_when_a_cluster_gro
         assert failed[0].startswith(f"could not place 2 replica(s) of {key}"), failed
 
         # b gets a second node: room past the threshold, so the 2 left over go there.
-        current = await inventories.get(object_key(b.namespace, b.name))
-        assert current is not None
-        await inventories.put(object_key(b.namespace, b.name), nodes(b, 2), current.revision)
+        await report_nodes(hub, b, 2)
         await eventually(lambda: hub.replicas(sub, {key: [2, 4]}), 10, what="the 2 left over placed on b")
         binding = await eventually(lambda: hub.binding(sub), 5)
         assert binding is not None and binding.unscheduled_replicas == {}
@@ -73,13 +71,12 @@ async def test_replicas_without_room_are_reported_then_placed_when_a_cluster_gro
 async def test_a_higher_priority_subscription_takes_the_room_and_the_preempted_one_is_told(
     nats_server: NatsServer,
     hub: Stores,
-    js: JetStreamContext,
     unique_ns: str,
     make_cluster: ClusterFactory,
     make_sub: SubscriptionFactory,
 ) -> None:
     a = await hub.clusters.create(make_cluster(f"{unique_ns}-a", labels={"test": unique_ns}))
-    await StatusStore(js, NODE_INVENTORIES_BUCKET, NodeInventory).put(object_key(a.namespace, a.name), nodes(a, 1), 0)
+    await report_nodes(hub, a, 1)
     requests = {"resources": {"requests": {"cpu": "500m"}}}
     dividing = {"schedulingStrategy": "Dividing", "dividingScheduling": DYNAMIC}
 
