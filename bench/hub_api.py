@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -177,7 +178,8 @@ async def run(args: argparse.Namespace) -> None:
         print(f"\nload average (1 min): {load_before:.2f} before, {load_after:.2f} after; {os.cpu_count()} CPUs")
         await nc.close()
     finally:
-        server.stop()
+        server.cleanup()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def main() -> None:
