@@ -17,8 +17,10 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m clusternet_nats.devsystem demo
 
+# make up NATS_CLUSTER=3: NATS as a 3-node JetStream cluster with R3 buckets.
+NATS_CLUSTER ?= 1
 up: $(STAMP)
-	$(BIN)/python -m clusternet_nats.devsystem up
+	$(BIN)/python -m clusternet_nats.devsystem up --nats-cluster $(NATS_CLUSTER)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

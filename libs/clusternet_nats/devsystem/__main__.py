@@ -6,6 +6,8 @@ everything cleanly. `up` runs the same system in the foreground until Ctrl-C so 
 `cnet apply` from a second terminal: it merges a `clusternet-nats-up` context (the hub's URL, its
 generated CA, an admin token) into cnet's config ($CNET_CONFIG or ~/.cnet/config) and makes it
 current, so `cnet` needs no flags. The hub serves HTTPS and lets in nobody without credentials.
+`up --nats-cluster 3` (`make up NATS_CLUSTER=3`) runs NATS as a 3-node JetStream cluster with R3
+buckets, on consecutive ports from `--nats-port`; kill one server and the system carries on.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Annotated
 
 import typer
 from clusternet_nats.cli.config import ConfigError, default_path
+from clusternet_nats.testing.natsserver import NatsCluster
 from clusternet_nats.testing.system import DEFAULT_LABELS_CYCLE, System
 
 app = typer.Typer(add_completion=False, help=__doc__)
@@ -110,9 +113,19 @@ def up(
     nats_port: Annotated[int, typer.Option(help="NATS client port.")] = 4222,
     workdir: Annotated[Path, typer.Option(help="Where NATS data and logs go.")] = REPO_ROOT / ".cnet-up",
     labels_cycle: Annotated[str, typer.Option(help="Labels of cluster i: entry i mod n.")] = DEFAULT_LABELS_CYCLE,
+    nats_cluster: Annotated[
+        int, typer.Option(min=1, help="nats-servers in one JetStream cluster (buckets get min(n, 3) replicas).")
+    ] = 1,
 ) -> None:
     """Run the system in the foreground until Ctrl-C."""
-    system = System(workdir, sim_clusters=clusters, labels_cycle=labels_cycle, hub_port=hub_port, nats_port=nats_port)
+    system = System(
+        workdir,
+        sim_clusters=clusters,
+        labels_cycle=labels_cycle,
+        hub_port=hub_port,
+        nats_port=nats_port,
+        nats_cluster=nats_cluster,
+    )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -130,6 +143,7 @@ def up(
         f"In another terminal:  cnet apply -f examples/replication\n"
         f"                      cnet get subs,mcls,desc -A\n"
         f"                      nats --server {system.nats_url} kv ls\n"
+        f"{nats_servers(system)}"
         f"Logs: {workdir}/*.log. Ctrl-C to stop."
     )
     try:
@@ -141,6 +155,14 @@ def up(
     finally:
         system.stop()
         typer.echo("stopped")
+
+
+def nats_servers(system: System) -> str:
+    """For a NATS cluster: each server's pid, to kill one and watch the system carry on."""
+    if not isinstance(system.nats, NatsCluster):
+        return ""
+    pids = ", ".join(f"{s.server_name} pid {s.proc.pid}" for s in system.nats.servers if s.proc)
+    return f"NATS cluster of {len(system.nats.servers)} (R{system.stream_replicas}): {pids}\n"
 
 
 def main() -> None:
