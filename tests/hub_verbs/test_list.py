@@ -63,3 +63,13 @@ async def test_bad_continue_and_limit(http: aiohttp.ClientSession, unique_ns: st
         assert (await resp.json())["reason"] == "Expired"
     async with http.get(subs_path(unique_ns), params={"limit": "x"}) as resp:
         assert resp.status == 400
+
+
+async def test_a_continue_token_serves_only_the_list_it_came_from(http: aiohttp.ClientSession, unique_ns: str) -> None:
+    for n in range(3):
+        await create(http, unique_ns, f"s{n}")
+    async with http.get(subs_path(unique_ns), params={"limit": "1"}) as resp:
+        token = (await resp.json())["metadata"]["continue"]
+    for path, params in ((subs_path("elsewhere"), {}), (subs_path(unique_ns), {"labelSelector": "app=s1"})):
+        async with http.get(path, params={"limit": "1", "continue": token, **params}) as resp:
+            assert resp.status == 410

@@ -35,7 +35,7 @@ _BASE = "/apis/{group}/{version}"
 _NAMESPACED = _BASE + "/namespaces/{namespace}/{plural}"
 _PATCH_RETRIES = 16  # a patch without a resourceVersion is re-applied to the latest on a lost CAS
 PAGE_SNAPSHOT_SECONDS = 300.0
-_PAGE_SNAPSHOTS = 32
+PAGE_SNAPSHOT_BYTES = 256 * 1024 * 1024  # the JSON of the lists kept for paging, at most
 
 
 def object_response(obj: KubeObject, status: int = 200) -> web.Response:
@@ -51,31 +51,40 @@ def _watching(request: web.Request) -> bool:
 
 
 class _Pages:
-    """Lists being read page by page: the first page's whole list is kept (a few minutes, a few
-    lists) so later pages are of the same state, as etcd's snapshot gives kube-apiserver. A token
-    that outlived it is a 410 Expired; client-go then lists again from the start."""
+    """Lists being read page by page: the first page's whole list is kept (a few minutes, within a
+    memory budget) so later pages are of the same state, as etcd's snapshot gives kube-apiserver.
+    A snapshot answers only the request it was made for (path and selectors, which is what was
+    authorized). A token that outlived it is a 410 Expired; client-go then lists again."""
 
     def __init__(self) -> None:
-        self._lists: OrderedDict[str, tuple[float, list[bytes], str]] = OrderedDict()
+        self._lists: OrderedDict[str, tuple[float, str, list[bytes], str]] = OrderedDict()
+        self._bytes = 0
 
-    def keep(self, items: list[bytes], version: str) -> str:
+    @staticmethod
+    def _request(request: web.Request) -> str:
+        query = request.query
+        return f"{request.path}?{query.get('labelSelector', '')}&{query.get('fieldSelector', '')}"
+
+    def keep(self, request: web.Request, items: list[bytes], version: str) -> str:
         now = time.monotonic()
-        while self._lists and (len(self._lists) >= _PAGE_SNAPSHOTS or next(iter(self._lists.values()))[0] < now):
-            self._lists.popitem(last=False)
+        size = sum(len(item) for item in items)
+        while self._lists and (self._bytes + size > PAGE_SNAPSHOT_BYTES or next(iter(self._lists.values()))[0] < now):
+            self._bytes -= sum(len(item) for item in self._lists.popitem(last=False)[1][2])
         snapshot = secrets.token_urlsafe(12)
-        self._lists[snapshot] = (now + PAGE_SNAPSHOT_SECONDS, items, version)
+        self._lists[snapshot] = (now + PAGE_SNAPSHOT_SECONDS, self._request(request), items, version)
+        self._bytes += size
         return snapshot
 
-    def get(self, snapshot: str) -> tuple[list[bytes], str]:
+    def get(self, request: web.Request, snapshot: str) -> tuple[list[bytes], str]:
         found = self._lists.get(snapshot)
-        if found is None or found[0] < time.monotonic():
+        if found is None or found[0] < time.monotonic() or found[1] != self._request(request):
             raise ApiError(
                 410,
                 "Expired",
                 "The provided continue parameter is too old to display a consistent list result. "
                 "You can start a new list without the continue parameter.",
             )
-        return found[1], found[2]
+        return found[2], found[3]
 
 
 def _continue_token(snapshot: str, start: int) -> str:
@@ -148,7 +157,7 @@ class Resources:
         limit, token = _limit(request), request.query.get("continue")
         if token:
             snapshot, start = _read_continue(token)
-            items, version = self._pages.get(snapshot)
+            items, version = self._pages.get(request, snapshot)
         else:
             objects, positions = await read_selected(self.views, info, namespace, selector)
             items = [obj.to_json() for obj in objects]
@@ -156,7 +165,7 @@ class Resources:
         metadata: dict[str, Any] = {"resourceVersion": version}
         page = items[start : start + limit] if limit else items[start:]
         if limit and start + limit < len(items):
-            snapshot = snapshot or self._pages.keep(items, version)
+            snapshot = snapshot or self._pages.keep(request, items, version)
             metadata["continue"] = _continue_token(snapshot, start + limit)
             metadata["remainingItemCount"] = len(items) - start - limit
         # The items are pydantic's JSON already: joined, not parsed and dumped again.
