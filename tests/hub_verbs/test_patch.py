@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import aiohttp
+from clusternet_nats.hub.testing import ServedHub
 
 from .verbs import create, subs_path
 
@@ -100,3 +101,17 @@ async def test_a_body_type_that_is_no_patch_is_415(http: aiohttp.ClientSession, 
     async with http.patch(subs_path(unique_ns, "demo"), data=b"{}", headers={"Content-Type": "text/plain"}) as resp:
         assert resp.status == 415
         assert "text/plain" in (await resp.json())["message"]
+
+
+async def test_a_viewer_may_not_patch_nor_write_status(served_hub: ServedHub, unique_ns: str) -> None:
+    async with served_hub.session() as admin:
+        await create(admin, unique_ns)
+    async with served_hub.session("vera") as viewer:
+        async with viewer.patch(subs_path(unique_ns, "demo"), json={}, headers=MERGE) as resp:
+            assert resp.status == 403
+            assert 'cannot patch resource "subscriptions"' in (await resp.json())["message"]
+        async with viewer.put(subs_path(unique_ns, "demo") + "/status", json={}) as resp:
+            assert resp.status == 403
+            assert 'cannot update resource "subscriptions/status"' in (await resp.json())["message"]
+        async with viewer.get(subs_path(unique_ns, "demo") + "/status") as resp:
+            assert resp.status == 200
