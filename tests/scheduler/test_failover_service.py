@@ -85,3 +85,26 @@ async def test_a_not_ready_clusters_share_moves_gracefully_and_does_not_flap_bac
         b.spec.taints = []
         await hub.clusters.update(b)
         await holds(lambda: hub.replicas(sub, {key: [5, 4]}), 1.5, "replicas do not flap back")
+
+
+async def test_a_draining_cluster_that_is_deleted_is_dropped_at_once(
+    nats_server: NatsServer, hub: Stores, unique_ns: str, make_cluster: ClusterFactory, make_sub: SubscriptionFactory
+) -> None:
+    _, b = [await hub.clusters.create(make_cluster(f"{unique_ns}-{x}", labels={"test": unique_ns})) for x in "ab"]
+    feed = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": unique_ns}
+    subscribers = [{**selecting(unique_ns)[0], "weight": 1}]
+    sub = await hub.subs.create(
+        make_sub("app", unique_ns, subscribers, feeds=[feed], schedulingStrategy="Dividing", dividingScheduling=STATIC)
+    )
+    await hub.inventories.create(build_inventory(sub, [4]))
+    key = f"apps/v1/Deployment/{unique_ns}/web"
+    async with running_service("clusternet-scheduler", build, nats_server.url):
+        await hub.wait_bound(sub, [f"{unique_ns}-a/mc", f"{unique_ns}-b/mc"])
+        b.spec.taints = [Taint(key=UNSCHEDULABLE_TAINT, value="ClusterStatusUnknown", effect="NoSchedule")]
+        await hub.clusters.update(b)
+        binding = await eventually(lambda: hub.draining(sub), 10, what="b draining")
+        assert binding.replicas == {key: [4, 2]}
+
+        await hub.clusters.delete(b.namespace, b.name)
+        binding = await hub.wait_bound(sub, [f"{unique_ns}-a/mc"])
+        assert binding.replicas == {key: [4]} and binding.draining_clusters == []

@@ -250,9 +250,10 @@ class SubscriptionScheduler:
             await self._not_scheduled(key, sub, stored, WAITING_FOR_INVENTORY, message)
             return
         lost, gone = self._lost_clusters(framework, sub, stored) if dividing else (set(), set())
-        draining = [c for c in stored.draining_clusters if c not in gone] if stored is not None else []
+        # A draining cluster that is gone has nothing left to keep.
+        draining = [c for c in stored.draining_clusters if c in self._clusters] if stored is not None else []
         preempted = key in self._preempted_keys
-        if dividing and not preempted and not self._admit(sub, stored, finv, lost, draining):
+        if dividing and not preempted and not self._admit(sub, stored, finv, lost):
             return
         # A preempted Subscription keeps nothing: its replicas are placed again where room is left.
         current = without(stored, {*lost, *draining}) if stored is not None and not preempted else None
@@ -319,10 +320,10 @@ class SubscriptionScheduler:
         stored: SubscriptionBinding | None,
         finv: FeedInventory | None,
         lost: set[str],
-        draining: list[str],
     ) -> bool:
-        """Whether a Dividing Subscription is to be divided again (Clusternet's admit, and more)."""
-        if stored is None or stored.spec_hash != spec_hash(sub.spec) or lost or draining:
+        """Whether a Dividing Subscription is to be divided again (Clusternet's admit, and more:
+        a lost cluster, a failover under way, replicas not placed)."""
+        if stored is None or stored.spec_hash != spec_hash(sub.spec) or lost or stored.draining_clusters:
             return True
         if stored.unscheduled_replicas or (stored.condition is not None and stored.condition.status != "True"):
             return True
