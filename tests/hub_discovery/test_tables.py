@@ -45,6 +45,13 @@ async def test_list_and_get_as_tables(http: aiohttp.ClientSession, unique_ns: st
         (row,) = body["rows"]
         assert row["cells"][0] == "demo"
         assert row["object"]["metadata"]["namespace"] == unique_ns
+    table_of = {"Accept": KUBECTL_ACCEPT}
+    for include, carried in (("Object", "Subscription"), ("Metadata", "PartialObjectMetadata"), ("None", None)):
+        async with http.get(subs_path(unique_ns), headers=table_of, params={"includeObject": include}) as resp:
+            (row,) = (await resp.json())["rows"]
+        assert (row["object"]["kind"] if "object" in row else None) == carried
+    async with http.get(subs_path(unique_ns), headers=table_of, params={"includeObject": "All"}) as resp:
+        assert resp.status == 400
     async with http.get(subs_path(unique_ns)) as resp:  # without asking, the list as it is
         assert (await resp.json())["kind"] == "SubscriptionList"
     async with http.get(subs_path(unique_ns, "absent"), headers={"Accept": KUBECTL_ACCEPT}) as resp:

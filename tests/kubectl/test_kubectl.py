@@ -95,6 +95,13 @@ async def test_get_prints_what_cnet_get_prints(kubectl: Kubectl, served_hub: Ser
         cnet = await run_cnet(*served_hub.cnet_args(), *args)
         assert cnet.exit_code == 0, cnet.output
         assert _rows(printed.stdout) == _rows(cnet.output), args
+    more = subscription(unique_ns, "zzz", schedulingStrategy="Dividing")  # sorts first by strategy only
+    async with served_hub.session() as http, http.post(subs_path(unique_ns), json=more) as resp:
+        assert resp.status == 201
+    by_strategy = await kubectl("get", "subs", "-n", unique_ns, "--sort-by=.spec.schedulingStrategy", "-o", "name")
+    assert by_strategy.stdout.split() == ["subscription.apps.clusternet.io/zzz", "subscription.apps.clusternet.io/demo"]
+    sorted_table = await kubectl("get", "subs", "-n", unique_ns, "--sort-by=.spec.schedulingStrategy")
+    assert [row[0] for row in _rows(sorted_table.stdout)[1:]] == ["zzz", "demo"], sorted_table.stderr
     clusters = _rows((await kubectl("get", "mcls", "-A")).stdout)
     assert clusters[0] == ["NAMESPACE", "NAME", "CLUSTER", "ID", "SYNC", "MODE", "KUBERNETES", "STATUS", "AGE"]
     assert [unique_ns, "child", cluster_id, "Pull", "<age>"] in clusters

@@ -21,6 +21,7 @@ from aiohttp.typedefs import Handler
 from clusternet_nats.api import UnknownKindError, by_kind
 from clusternet_nats.cli.columns import Column, columns_for
 from clusternet_nats.cli.printers import age
+from clusternet_nats.hub.errors import bad_request
 
 Object = dict[str, Any]
 TABLE_VERSIONS = ("v1", "v1beta1")
@@ -52,8 +53,22 @@ def _columns(kind: str) -> list[Column]:
     return columns_for(kind, wide=True)
 
 
-def table(body: Object, version: str, now: datetime | None = None) -> Object:
-    """The Table of a list (`items`) or of one object, in meta.k8s.io `version`."""
+INCLUDE_OBJECT = ("None", "Metadata", "Object")
+"""`?includeObject=`: what each row carries besides its cells (kubectl asks for Object to sort)."""
+
+
+def _row_object(obj: Object, version: str, include: str) -> Object | None:
+    if include == "Object":
+        return obj
+    if include == "None":
+        return None
+    metadata = obj.get("metadata") or {}
+    return {"kind": "PartialObjectMetadata", "apiVersion": f"meta.k8s.io/{version}", "metadata": metadata}
+
+
+def table(body: Object, version: str, now: datetime | None = None, include: str = "Metadata") -> Object:
+    """The Table of a list (`items`) or of one object, in meta.k8s.io `version`; rows carry what
+    `include` (INCLUDE_OBJECT) says of their object."""
     listed = "items" in body and isinstance(body["items"], list)
     objects: list[Object] = body["items"] if listed else [body]
     kind = str(body.get("kind", ""))
@@ -66,17 +81,11 @@ def table(body: Object, version: str, now: datetime | None = None) -> Object:
         {"name": c.header, "type": "string", "format": "", "description": "", "priority": 1 if c.wide_only else 0}
         for c in columns
     ]
-    rows = [
-        {
-            "cells": [(o.get("metadata") or {}).get("name", ""), *(c.value(o, when) for c in columns)],
-            "object": {
-                "kind": "PartialObjectMetadata",
-                "apiVersion": f"meta.k8s.io/{version}",
-                "metadata": o.get("metadata") or {},
-            },
-        }
-        for o in objects
-    ]
+    rows = []
+    for o in objects:
+        row: Object = {"cells": [(o.get("metadata") or {}).get("name", ""), *(c.value(o, when) for c in columns)]}
+        carried = _row_object(o, version, include)
+        rows.append(row if carried is None else {**row, "object": carried})
     metadata = {k: v for k, v in (body.get("metadata") or {}).items() if k in ("resourceVersion", "continue")}
     metadata = metadata if listed else {"resourceVersion": (body.get("metadata") or {}).get("resourceVersion", "")}
     return {
@@ -104,4 +113,7 @@ async def tables(request: web.Request, handler: Handler) -> web.StreamResponse:
     body = json.loads(response.body)
     if not isinstance(body, dict) or body.get("kind") in (None, "Status", "Table") or "metadata" not in body:
         return response
-    return web.json_response(table(body, version))
+    include = request.query.get("includeObject", "Metadata")
+    if include not in INCLUDE_OBJECT:
+        raise bad_request(f"{include!r}: supported values: {', '.join(INCLUDE_OBJECT)}", "includeObject")
+    return web.json_response(table(body, version, include=include))
