@@ -66,6 +66,7 @@ async def test_explain_prints_clusternets_descriptions(kubectl: Kubectl) -> None
         assert description in " ".join(explained.stdout.split()), field
     meta = await kubectl("explain", "subscription.metadata.labels")
     assert meta.returncode == 0 and "FIELD: labels <map[string]string>" in meta.stdout
+    assert "Map of string keys and values that can be used to organize" in " ".join(meta.stdout.split())
 
 
 async def test_get_prints_what_cnet_get_prints(kubectl: Kubectl, served_hub: ServedHub, unique_ns: str) -> None:
