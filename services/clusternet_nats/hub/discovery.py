@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import platform
 import sys
+from collections.abc import Callable
 from importlib.metadata import version as package_version
 from typing import Any
 
@@ -155,6 +156,7 @@ class Discovery:
         self.views = views
         self._groups: dict[str, str] = {info.group: info.version for info in all_kinds()}
         self._groups[SHADOW_GROUP] = SHADOW_VERSION
+        self._documents: dict[str, bytes] = {}
 
     def add_routes(self, app: web.Application) -> None:
         """Group and version are `g` and `v` in these paths: non-resource paths, so the gate does
@@ -230,16 +232,22 @@ class Discovery:
         body = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}"}
         return _json(request, {**body, "resources": await self._resources(group)})
 
+    def _document(self, request: web.Request, key: str, build: Callable[[], dict[str, Any]]) -> web.Response:
+        """An OpenAPI document, built once: the models do not change while the hub runs, and
+        building one takes tens of milliseconds."""
+        _negotiate(request, aggregated=False)
+        if key not in self._documents:
+            self._documents[key] = json.dumps(build()).encode()
+        return web.Response(body=self._documents[key], content_type="application/json")
+
     async def openapi_v2(self, request: web.Request) -> web.Response:
-        return _json(request, openapi.v2())
+        return self._document(request, "v2", openapi.v2)
 
     async def openapi_v3(self, request: web.Request) -> web.Response:
-        return _json(request, openapi.v3_root())
+        return self._document(request, "v3", openapi.v3_root)
 
     async def openapi_v3_group_version(self, request: web.Request) -> web.Response:
         gv = f"apis/{request.match_info['g']}/{request.match_info['v']}"
-        try:
-            document = openapi.v3_group_version(gv)
-        except KeyError:
-            raise no_such_path() from None
-        return _json(request, document)
+        if gv not in openapi.group_versions():
+            raise no_such_path()
+        return self._document(request, gv, lambda: openapi.v3_group_version(gv))
