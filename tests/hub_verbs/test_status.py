@@ -43,3 +43,12 @@ async def test_kinds_without_a_status_bucket_have_no_status_subresource(
     path = f"/apis/apps.clusternet.io/v1alpha1/namespaces/{unique_ns}/manifests/m/status"
     async with http.get(path) as resp:
         assert resp.status == 404
+
+
+async def test_server_side_apply_of_status_is_415(http: aiohttp.ClientSession, unique_ns: str) -> None:
+    await create(http, unique_ns)
+    headers = {"Content-Type": "application/apply-patch+yaml"}
+    path = subs_path(unique_ns, "demo") + "/status"
+    async with http.patch(path, data=b"{}", headers=headers, params={"fieldManager": "m"}) as resp:
+        assert resp.status == 415
+        assert "status subresource" in (await resp.json())["message"]

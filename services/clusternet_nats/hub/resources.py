@@ -205,7 +205,10 @@ class Resources:
         """Applies the patch to the latest object and writes it with a CAS on that version; a lost
         CAS applies it again to the newer one, unless the patch itself names a resourceVersion."""
         name, content_type, raw = request.match_info["name"], request.content_type, await request.read()
-        if content_type == APPLY_PATCH and not status:
+        if content_type == APPLY_PATCH:
+            if status:
+                raise ApiError(415, "UnsupportedMediaType", "server-side apply of the status subresource is not "
+                               f"supported here; use {MERGE_PATCH} or {JSON_PATCH}")
             return written_response(await server_side_apply(request, self.writer, info, namespace, name, raw))
         if content_type not in (MERGE_PATCH, JSON_PATCH):
             raise unsupported(content_type)
