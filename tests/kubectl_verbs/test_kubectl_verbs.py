@@ -1,4 +1,4 @@
-"""kubectl's verbs against the hub: get -w, apply (client and server side), patch, delete."""
+"""kubectl's verbs against the hub: get -w, label, apply (client and server side), patch, delete."""
 
 from __future__ import annotations
 
@@ -39,25 +39,29 @@ async def _get(kubectl: Kubectl, namespace: str, name: str = "web") -> dict[str,
 
 async def test_get_watch_sees_a_change(kubectl: Kubectl, kubectl_args: list[str], unique_ns: str) -> None:
     _ok(await _apply(kubectl, _manifest(unique_ns, "web")))
-    proc = await asyncio.create_subprocess_exec(
-        *kubectl_args, "get", "subs", "-n", unique_ns, "-w", stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    watch = ("get", "subs", "-n", unique_ns, "-w", "--output-watch-events")
+    proc = await asyncio.create_subprocess_exec(*kubectl_args, *watch, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None
-    seen: list[str] = []
+    seen: list[list[str]] = []
 
-    async def read_until(word: str) -> bool:
-        while not any(word in line for line in seen):
+    async def read_until(*event: str) -> bool:
+        """Reads kubectl's lines until one starts with `event` (EVENT NAME ...)."""
+        while not any(cells[: len(event)] == list(event) for cells in seen):
             line = await proc.stdout.readline()  # type: ignore[union-attr]
             if not line:
                 return False
-            seen.append(line.decode())
+            seen.append(line.decode().split())
         return True
 
     try:
-        assert await asyncio.wait_for(read_until("web"), 30), seen  # the initial list
+        assert await asyncio.wait_for(read_until("ADDED", "web"), 30), seen  # the initial list
+        assert seen[0] == ["EVENT", "NAME", "SCHEDULED", "REASON", "AGE"], seen  # the hub's Table columns
+        _ok(await kubectl("label", "subs", "web", "-n", unique_ns, "tier=front"))
+        assert await asyncio.wait_for(read_until("MODIFIED", "web"), 30), seen
         _ok(await _apply(kubectl, _manifest(unique_ns, "api")))
-        assert await asyncio.wait_for(read_until("api"), 30), seen  # from the watch
-        assert seen[0].split() == ["NAME", "SCHEDULED", "REASON", "AGE"], seen  # the hub's Table columns
+        assert await asyncio.wait_for(read_until("ADDED", "api"), 30), seen
+        _ok(await kubectl("delete", "subs", "api", "-n", unique_ns))
+        assert await asyncio.wait_for(read_until("DELETED", "api"), 30), seen
     finally:
         proc.kill()
         await proc.wait()
