@@ -119,3 +119,10 @@ async def test_atomic_lists_conflict_whole(http: aiohttp.ClientSession, unique_n
     resp = await _apply(http, unique_ns, body, "bob")
     assert resp.status == 409
     assert {c["field"] for c in (await resp.json())["details"]["causes"]} == {".metadata.finalizers"}
+
+
+async def test_a_put_without_managed_fields_keeps_them(http: aiohttp.ClientSession, unique_ns: str) -> None:
+    assert (await _apply(http, unique_ns, subscription(unique_ns), "alice")).status == 201
+    async with http.put(subs_path(unique_ns, "demo"), json=subscription(unique_ns)) as resp:
+        assert resp.status == 200
+        assert set(_managers(await resp.json())) == {"alice"}
