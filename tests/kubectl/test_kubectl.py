@@ -6,16 +6,20 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from pathlib import Path
 
+import pytest
 from clusternet_nats.api import all_kinds
 from clusternet_nats.api.paths import SHADOW_OBJECTS_PATH
 from clusternet_nats.hub.testing import ServedHub
+from clusternet_nats.testing.kube import ControlPlane
 
 from tests.cli.conftest import run_cnet
 from tests.hub.objects import deployment, subs_path, subscription
 
 from .conftest import EDITOR_NAMESPACE, Kubectl
 
+CRDS = Path(__file__).resolve().parents[2] / "deploy" / "k8s" / "crds"
 _AGE = re.compile(r"^\d+(s|m|h|d|y)(\d+(s|m|h|d))?$")
 
 
@@ -141,3 +145,18 @@ async def test_get_deploy_through_the_shadow_api(
     assert deleted.returncode == 0, deleted.stderr
     assert deleted.stdout.strip() == f'deployment.shadow "api" deleted from {unique_ns} namespace'
     assert _rows((await kubectl("get", "deploy", "-n", unique_ns)).stdout) == [["NAME", "AGE"], ["web", "<age>"]]
+
+
+@pytest.mark.parametrize(
+    "field", ["subscription.spec.feeds", "subscription.spec.schedulingStrategy", "mcls.spec", "hr.spec.targetNamespace"]
+)
+async def test_explain_reads_the_same_from_the_hub_and_from_a_parent_with_our_crds(
+    kubectl: Kubectl, kube_parent: ControlPlane, field: str
+) -> None:
+    established = ("wait", "--for", "condition=established", "--timeout=60s", "crd", "--all")
+    for args in (("apply", "-k", str(CRDS)), established):
+        installed = await kube_parent.kubectl_async(*args)
+        assert installed.returncode == 0, installed.stderr
+    from_hub, from_parent = await kubectl("explain", field), await kube_parent.kubectl_async("explain", field)
+    assert from_parent.returncode == 0, from_parent.stderr
+    assert from_hub.stdout == from_parent.stdout
