@@ -12,7 +12,14 @@ from clusternet_nats.agent.backends.sim import SimCluster
 from clusternet_nats.agent.backends.sim.cluster import RELEASE_API_VERSION
 from clusternet_nats.agent.cluster_agent import ClusterAgent
 from clusternet_nats.agent.service import Agent, AgentOptions
-from clusternet_nats.api.apps import DeployerType, Description, DescriptionPhase, DescriptionSpec, DescriptionStatus
+from clusternet_nats.api.apps import (
+    ChartReference,
+    DeployerType,
+    Description,
+    DescriptionPhase,
+    DescriptionSpec,
+    DescriptionStatus,
+)
 from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterStatus
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.store import ObjectStore, StatusStore, list_events
@@ -215,7 +222,12 @@ async def test_a_helm_description_installs_a_simulated_release(nats_server: Nats
         "metadata": {"name": "mysql", "namespace": "default"},
         "spec": {"repo": "https://charts.example.com", "chart": "mysql", "version": "9.2.0", "targetNamespace": "db"},
     }
-    spec = DescriptionSpec(deployer=DeployerType.HELM, chart_raw=[json.dumps(chart).encode()])
+    spec = DescriptionSpec(
+        deployer=DeployerType.HELM,
+        charts=[ChartReference(name="mysql", namespace="default")],
+        chart_raw=[json.dumps(chart).encode()],
+        raw=[b"{}"],
+    )
     desc = Description.new("mysql-helm", namespace, spec=spec)
 
     async with running_service("agent", agent.build, nats_server.url):

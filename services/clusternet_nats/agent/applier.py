@@ -2,8 +2,9 @@
 
 The same steps serve both sync directions: the Description controller calls them for what it
 pulls (Pull, Dual without AppPusher), the push responder for what the hub pushes (Push, Dual with
-AppPusher). Apply every object (Generic) or chart (Helm), then prune what this Description applied
-before and no longer names, but only when everything applied: a failed apply never deletes.
+AppPusher). Apply every object (Generic) or HelmRelease (Helm: one per chart, with its values),
+then prune what this Description applied before and no longer names, but only when everything
+applied: a failed apply never deletes.
 """
 
 from __future__ import annotations
@@ -17,10 +18,9 @@ from clusternet_nats.api.apps import (
     Description,
     DescriptionPhase,
     DescriptionStatus,
-    HelmChart,
     ManifestStatus,
 )
-from pydantic import ValidationError
+from clusternet_nats.domain.helmreleases import releases_of
 
 
 def _decode_manifests(raw: list[bytes]) -> tuple[list[RawObject], list[str]]:
@@ -39,18 +39,6 @@ def _decode_manifests(raw: list[bytes]) -> tuple[list[RawObject], list[str]]:
     return manifests, failures
 
 
-def _decode_charts(raw: list[bytes]) -> tuple[list[HelmChart], list[str]]:
-    charts: list[HelmChart] = []
-    failures: list[str] = []
-    for index, data in enumerate(raw):
-        try:
-            charts.append(HelmChart.model_validate_json(data))
-        except ValidationError as err:
-            details = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
-            failures.append(f"chartRaw[{index}] is not a valid HelmChart: {details}")
-    return charts, failures
-
-
 class DescriptionApplier:
     def __init__(self, backend: ClusterBackend) -> None:
         self.backend = backend
@@ -58,8 +46,8 @@ class DescriptionApplier:
     async def deploy(self, key: str, desc: Description) -> DescriptionStatus:
         """Applies Description `key`; the status says Success, or Failure with every reason."""
         if desc.spec.deployer is DeployerType.HELM:
-            charts, failures = _decode_charts(desc.spec.chart_raw or [])
-            outcome = await self.backend.install_releases(key, charts)
+            releases, failures = releases_of(desc)
+            outcome = await self.backend.install_releases(key, releases)
             manifest_statuses = None
         else:
             manifests, failures = _decode_manifests(desc.spec.raw or [])

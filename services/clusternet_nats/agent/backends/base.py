@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from clusternet_nats.api.apps import HelmChart
+from clusternet_nats.api.apps import HelmRelease
 from clusternet_nats.api.meta import Taint
 
 RawObject = Mapping[str, Any]
@@ -97,8 +97,8 @@ class ClusterBackend(Protocol):
     async def apply(self, owner: str, manifests: Sequence[RawObject]) -> ApplyOutcome:
         """Creates or updates each manifest, labelled with `owner`, in `install_order`."""
 
-    async def install_releases(self, owner: str, charts: Sequence[HelmChart]) -> ApplyOutcome:
-        """Installs or upgrades one Helm release per chart, labelled with `owner`."""
+    async def install_releases(self, owner: str, releases: Sequence[HelmRelease]) -> ApplyOutcome:
+        """Installs or upgrades each HelmRelease (chart, options and values), labelled with `owner`."""
 
     async def prune(self, owner: str, keep: Collection[ObjectRef]) -> list[ObjectRef]:
         """Deletes what `owner` applied except `keep` (empty: everything); returns what went."""

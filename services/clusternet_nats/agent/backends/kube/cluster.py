@@ -4,8 +4,9 @@ Applies by server-side apply in install order (Namespaces, then CRDs, each CRD w
 Established), marks what it applies with its owner, prunes by listing each kind the owner's
 record names and deleting what carries the owner's mark and is no longer wanted (system
 namespaces are disowned instead: Kubernetes refuses to delete them), reads status back as the
-API server reports it (`.status` of the object, as Clusternet's agent does), and reports facts
-for heartbeats. Nothing is remembered in the agent: marks and records live in the cluster.
+API server reports it (`.status` of the object, as Clusternet's agent does), installs HelmReleases
+with the `helm` binary (`helm.py`; releases are a recorded kind like any other, pruned by
+uninstalling), and reports facts for heartbeats. Nothing is remembered in the agent: marks and records live in the cluster.
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ from clusternet_nats.agent.backends.base import (
 )
 from clusternet_nats.agent.backends.kube import clusterid, facts
 from clusternet_nats.agent.backends.kube.applier import ManifestError, ServerSideApplier, describe, identify
+from clusternet_nats.agent.backends.kube.helm import RELEASE_KIND, Helm, HelmError, release_ref, status_of
 from clusternet_nats.agent.backends.kube.ownership import AGENT_NAMESPACE, Kind, mark, owner_of, owner_selector
 from clusternet_nats.agent.backends.kube.records import Records
 from clusternet_nats.agent.backends.kube.watcher import StatusWatcher
-from clusternet_nats.api.apps import HelmChart
+from clusternet_nats.api.apps import HelmRelease
 from clusternet_nats.kube.discovery import Discovery, Resource, UnknownKind
 from clusternet_nats.kube.rest import KubeApi, KubeError, connect
 
@@ -54,8 +56,9 @@ def _kinds(manifests: Sequence[RawObject]) -> set[Kind]:
 
 
 class KubeCluster:
-    def __init__(self, kubeconfig: Path | None) -> None:
+    def __init__(self, kubeconfig: Path | None, helm: str | Path = "helm") -> None:
         self.kubeconfig = kubeconfig
+        self.helm = Helm(helm, kubeconfig)
         self._api: KubeApi | None = None
         self._started = False
         self._listeners: list[StatusListener] = []
@@ -116,16 +119,24 @@ class KubeCluster:
             outcome.applied.append(ref)
         return outcome
 
-    async def install_releases(self, owner: str, charts: Sequence[HelmChart]) -> ApplyOutcome:
-        """Helm releases arrive with the Helm deployer work; until then each chart fails clearly."""
-        return ApplyOutcome(
-            failures=[f"HelmChart {c.name}: the kube backend cannot install Helm releases yet" for c in charts]
-        )
+    async def install_releases(self, owner: str, releases: Sequence[HelmRelease]) -> ApplyOutcome:
+        outcome = ApplyOutcome()
+        await self.records.add(owner, {RELEASE_KIND})
+        for release in releases:
+            ref = release_ref(release)
+            try:
+                await self.helm.ensure(release, owner)
+            except HelmError as err:
+                outcome.failures.append(f"HelmRelease {release.namespaced_name()} ({ref}): {err}")
+                continue
+            outcome.applied.append(ref)
+        return outcome
 
     async def prune(self, owner: str, keep: Collection[ObjectRef]) -> list[ObjectRef]:
         found: dict[ObjectRef, Resource] = {}
         recorded = await self.records.kinds(owner)
-        for api_version, kind in sorted(recorded):
+        releases = [r for r in await self.helm.owned(owner) if r not in keep] if RELEASE_KIND in recorded else []
+        for api_version, kind in sorted(recorded - {RELEASE_KIND}):
             try:
                 resource = await self.discovery.resource(api_version, kind)
             except UnknownKind:
@@ -136,6 +147,8 @@ class KubeCluster:
                 ref = ObjectRef(api_version, kind, meta.get("namespace", ""), meta["name"])
                 if owner_of(obj) == owner and ref not in keep and "deletionTimestamp" not in meta:
                     found[ref] = resource
+        for ref in releases:
+            await self.helm.uninstall(ref)
         doomed = delete_order(found)
         for ref in doomed:
             if ref.kind == "Namespace" and ref.name in PROTECTED_NAMESPACES:
@@ -149,9 +162,12 @@ class KubeCluster:
             await self.records.drop(owner)
         if doomed:
             log.info("kube.pruned", owner=owner, objects=[str(r) for r in doomed])
-        return doomed
+        return releases + doomed
 
     async def observed_status(self, ref: ObjectRef) -> dict[str, Any] | None:
+        if (ref.api_version, ref.kind) == RELEASE_KIND:
+            release = await self.helm.status(ref.name, ref.namespace)
+            return None if release is None else status_of(release).to_json_dict()
         resource = await self.discovery.resource(ref.api_version, ref.kind)
         try:
             obj = await self.api.request("GET", resource.path(ref.namespace, ref.name))

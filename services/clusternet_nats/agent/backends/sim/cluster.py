@@ -29,7 +29,7 @@ from clusternet_nats.agent.backends.sim import nodes, workloads
 from clusternet_nats.agent.backends.sim.admission import AdmissionError, admit, namespace_body, namespace_ref
 from clusternet_nats.agent.backends.sim.persistence import StateFile
 from clusternet_nats.agent.backends.sim.store import ObjectTable, SimObject
-from clusternet_nats.api.apps import HelmChart
+from clusternet_nats.api.apps import HelmRelease
 from clusternet_nats.api.labels import APPLIED_BY_DESCRIPTION
 
 K8S_VERSION = "v1.30.0-sim"
@@ -85,12 +85,12 @@ class SimCluster:
         self._changed(owner, changed)
         return outcome
 
-    async def install_releases(self, owner: str, charts: Sequence[HelmChart]) -> ApplyOutcome:
+    async def install_releases(self, owner: str, releases: Sequence[HelmRelease]) -> ApplyOutcome:
         outcome = ApplyOutcome()
         changed: set[ObjectRef] = set()
-        for chart in charts:
-            spec, namespace = chart.spec, chart.spec.target_namespace
-            ref = ObjectRef(RELEASE_API_VERSION, "Release", namespace, chart.name)
+        for release in releases:
+            spec, namespace = release.spec, release.spec.target_namespace
+            ref = ObjectRef(RELEASE_API_VERSION, "Release", namespace, spec.release_name or release.name)
             if self.objects.get(namespace_ref(namespace)) is None:
                 if not spec.create_namespace:
                     outcome.failures.append(f'{ref}: namespaces "{namespace}" not found')
