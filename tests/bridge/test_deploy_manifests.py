@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from clusternet_nats.hub.natsinit import AUTH_CONF, SECRET_NAME, TOKEN_AUTH_FILE, state_keys
+from clusternet_nats.hub.natsinit import DERIVED, SECRET_NAME, state_keys
 from clusternet_nats.runtime import natsconf
 
 from tests.bridge.conftest import Parent
@@ -192,7 +192,7 @@ async def test_init_job_makes_the_secret_once_with_its_own_rbac(installed: Paren
     first = await installed.get("secret", SECRET_NAME, "-n", "clusternet-system")
     assert first is not None
     data = {k: base64.b64decode(v) for k, v in first["data"].items()}
-    assert set(data) == {*state_keys(), AUTH_CONF, TOKEN_AUTH_FILE}
+    assert set(data) == {*state_keys(), *DERIVED}
     assert _secret_keys_named(await _parent_objects(installed)) <= set(data), "a manifest names a missing key"
 
     await _run_init(kubeconfig)

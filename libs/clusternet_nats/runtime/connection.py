@@ -3,13 +3,19 @@
 The first connection is retried until the server is there (services may start before NATS);
 after that nats-py reconnects forever with a short wait, and every registered informer is told
 to re-create its consumer as soon as the link is back instead of waiting for its next poll.
+
+A NATS cluster is given as comma-separated URLs (or one Service name in front of it); nats-py
+then also learns the other servers from the one it reached. URLs carry the service's user and
+password, which nats-py would not send to a server it discovered, so the credentials every URL
+shares are handed over as options too: a reconnect to any server of the cluster authenticates.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from urllib.parse import unquote, urlsplit
 
 import nats
 import structlog
@@ -21,6 +27,20 @@ log = structlog.get_logger(__name__)
 def _redacted(url: str) -> str:
     """URLs without their `user:password@` parts, for logs."""
     return ",".join(re.sub(r"//[^/@]*@", "//", u) for u in url.split(","))
+
+
+def shared_credentials(urls: Sequence[str]) -> dict[str, str]:
+    """`user`/`password` options when every URL names the same user and password, else none."""
+    found = set()
+    for url in urls:
+        parts = urlsplit(url)
+        if parts.username is None or parts.password is None:
+            return {}
+        found.add((unquote(parts.username), unquote(parts.password)))
+    if len(found) != 1:
+        return {}
+    user, password = found.pop()
+    return {"user": user, "password": password}
 
 
 class Connection:
@@ -40,10 +60,12 @@ class Connection:
         delay = 0.1
         while True:
             try:
+                servers = [u.strip() for u in self.url.split(",")]
                 self.nc = await nats.connect(
-                    servers=[u.strip() for u in self.url.split(",")],
+                    servers=servers,
                     name=self.name,
                     user_credentials=self.creds,
+                    **({} if self.creds else shared_credentials(servers)),
                     **({"inbox_prefix": self.inbox_prefix} if self.inbox_prefix else {}),
                     allow_reconnect=True,
                     max_reconnect_attempts=-1,

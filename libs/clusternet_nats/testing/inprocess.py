@@ -14,9 +14,10 @@ from clusternet_nats.runtime.service import Builder, CommonOptions, serve
 
 
 @contextlib.asynccontextmanager
-async def running_service(name: str, build: Builder, nats_url: str) -> AsyncIterator[None]:
+async def running_service(name: str, build: Builder, nats_url: str, stream_replicas: int = 1) -> AsyncIterator[None]:
     stop = asyncio.Event()
-    task = asyncio.create_task(serve(name, CommonOptions(nats_url=nats_url, health_port=-1), build, stop))
+    options = CommonOptions(nats_url=nats_url, health_port=-1, stream_replicas=stream_replicas)
+    task = asyncio.create_task(serve(name, options, build, stop))
     try:
         yield
     finally:

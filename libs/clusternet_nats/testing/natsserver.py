@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 MAX_PAYLOAD = 8 * 1024 * 1024
@@ -196,6 +197,13 @@ class NatsCluster:
             )
             for i in range(size)
         ]
+
+    @classmethod
+    def of(cls, servers: Sequence[NatsServer]) -> NatsCluster:
+        """Servers configured elsewhere as one cluster (securehub's), run as this class runs its own."""
+        cluster = cls.__new__(cls)
+        cluster._tmp, cluster.servers = None, list(servers)
+        return cluster
 
     @property
     def url(self) -> str:

@@ -30,18 +30,23 @@ _RESTART_DELAY = 1.0
 @dataclass(frozen=True)
 class LeafRemote:
     hub_leaf_url: str
-    """`tls://host:port` of the hub's leaf-node listener."""
+    """`tls://host:port` of the hub's leaf-node listener; comma-separated, every server's of a
+    NATS cluster: the leaf dials one, and another when that one is gone."""
     user: str
     password: str
     ca_file: Path | None = None
 
 
 def remote_config(remote: LeafRemote) -> str:
-    """The `leafnodes` block dialling the hub as the cluster (our leaf's, or a sidecar's include)."""
-    hub = urlsplit(remote.hub_leaf_url)
-    url = f"{hub.scheme}://{quote(remote.user, safe='')}:{quote(remote.password, safe='')}@{hub.netloc}"
+    """The `leafnodes` block dialling the hub as the cluster (our leaf's, or a sidecar's include):
+    one remote with every URL given, which nats-server tries in turn (reconnect: 1 s)."""
+    credentials = f"{quote(remote.user, safe='')}:{quote(remote.password, safe='')}"
+    urls = []
+    for given in remote.hub_leaf_url.split(","):
+        hub = urlsplit(given.strip())
+        urls.append(f'"{hub.scheme}://{credentials}@{hub.netloc}"')
     tls = f'tls {{ ca_file: "{remote.ca_file}" }}' if remote.ca_file else ""
-    return f'leafnodes {{ reconnect: 1\n  remotes [ {{ url: "{url}"\n {tls} }} ]\n}}\n'
+    return f"leafnodes {{ reconnect: 1\n  remotes [ {{ urls: [ {', '.join(urls)} ]\n {tls} }} ]\n}}\n"
 
 
 def _free_port() -> int:

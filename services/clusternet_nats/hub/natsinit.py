@@ -2,7 +2,8 @@
 
 A shipped installation runs the hub's nats-server in registration mode (`runtime/natsconf.py`),
 which needs secrets no one should have to make by hand: the auth callout issuer's account seed,
-one password per NATS user (each hub-side service its own, the callout's, the system account's),
+one password per NATS user (each hub-side service its own, the callout's, the system account's,
+and the route user's with which the servers of a NATS cluster route to each other),
 the leaf port's TLS CA and certificate, and a bootstrap token so a first agent can register
 before anyone could have called the hub's API to create one. This command makes them, once:
 
@@ -52,9 +53,13 @@ CA_CERT, CA_KEY = "ca.crt", "ca.key"
 LEAF_CERT, LEAF_KEY = "leaf.crt", "leaf.key"
 AUTH_CONF = "auth.conf"
 """Derived from the passwords and the issuer; kept in the Secret so nats-server can mount it."""
+ROUTES_CONF = "routes.conf"
+"""Derived from the route password: the route block's secret half for deploy/k8s's NATS cluster."""
 ENV_FILE = "env"
 TOKENS_FILE = "bootstrap-tokens"
 TOKEN_AUTH_FILE = "token-auth.csv"
+DERIVED = (AUTH_CONF, TOKEN_AUTH_FILE, ROUTES_CONF)
+"""Keys of the Secret made from the state rather than kept as state."""
 HUB_CA = "hub-ca.crt"
 SECRET_NAME = "clusternet-nats-secrets"
 CONSUMERS = ("nats", *natsconf.SERVICE_USERS, "agent")
@@ -71,6 +76,7 @@ def state_keys() -> list[str]:
     return [
         ISSUER_SEED,
         *(password_key(u) for u in natsconf.ALL_USERS),
+        password_key(natsconf.ROUTE_USER),
         BOOTSTRAP_TOKEN,
         ADMIN_TOKEN,
         CA_CERT,
@@ -107,7 +113,7 @@ def ensure_state(directory: Path, leaf_hosts: list[str]) -> list[str]:
             written.append(key)
 
     ensure(ISSUER_SEED, jwt.new_account_seed)
-    for user in natsconf.ALL_USERS:
+    for user in (*natsconf.ALL_USERS, natsconf.ROUTE_USER):
         ensure(password_key(user), _password)
     ensure(BOOTSTRAP_TOKEN, lambda: new_token(None, "clusternet-nats-init")[0])
     ensure(ADMIN_TOKEN, lambda: secrets.token_urlsafe(32))
@@ -140,9 +146,15 @@ def token_auth_csv(state: Mapping[str, bytes]) -> bytes:
     return f'{_text(state, ADMIN_TOKEN)},admin,admin,"system:masters"\n'.encode()
 
 
+def routes_conf(state: Mapping[str, bytes]) -> bytes:
+    """The shipped NATS cluster's routes (deploy/k8s/parent), with the route password."""
+    password = _text(state, password_key(natsconf.ROUTE_USER))
+    return natsconf.routes_include(password, natsconf.KUBERNETES_ROUTES).encode()
+
+
 def derived(state: Mapping[str, bytes]) -> dict[str, bytes]:
     """Files made from the state that consumers mount as they are."""
-    return {AUTH_CONF: auth_conf(state), TOKEN_AUTH_FILE: token_auth_csv(state)}
+    return {AUTH_CONF: auth_conf(state), TOKEN_AUTH_FILE: token_auth_csv(state), ROUTES_CONF: routes_conf(state)}
 
 
 def _env(values: Mapping[str, str]) -> bytes:

@@ -20,14 +20,14 @@ from clusternet_nats.hub.registration.records import new_token, token_store
 from clusternet_nats.hub.registration.service import RegistrationOptions, build_registration
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.testing.inprocess import running_service
-from clusternet_nats.testing.securehub import SecureHub
+from clusternet_nats.testing.securehub import SecureHub, SecureHubCluster
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
 
 
 @dataclass
 class RegistrationHub:
-    secure: SecureHub
+    secure: SecureHub | SecureHubCluster
     nc: NATS
     callout: AuthCallout
 
@@ -38,9 +38,16 @@ class RegistrationHub:
 
 
 @contextlib.asynccontextmanager
-async def secured_hub(directory: Path, manual_approval: bool = False) -> AsyncIterator[RegistrationHub]:
+async def secured_hub(
+    directory: Path, manual_approval: bool = False, nats_cluster: int = 1
+) -> AsyncIterator[RegistrationHub]:
+    """`nats_cluster` > 1: that many servers in one JetStream cluster, buckets R3 (min(n, 3))."""
     seed = jwt.new_account_seed()
-    secure = SecureHub(directory, seed, jwt.public_key(seed))
+    secure = (
+        SecureHubCluster(directory, seed, jwt.public_key(seed), nats_cluster)
+        if nats_cluster > 1
+        else SecureHub(directory, seed, jwt.public_key(seed))
+    )
     secure.server.start()
     built: list[AuthCallout] = []
 
@@ -51,8 +58,8 @@ async def secured_hub(directory: Path, manual_approval: bool = False) -> AsyncIt
         built.append(await build_registration(ctx, options))
 
     try:
-        async with running_service("clusternet-hub", build, secure.url("hub")):
-            nc = await nats.connect(secure.url("hub"))
+        async with running_service("clusternet-hub", build, secure.url("hub"), min(nats_cluster, 3)):
+            nc = await nats.connect(servers=secure.url("hub").split(","))
             try:
                 await eventually(lambda: bool(built), timeout=10, what="registration services built")
                 yield RegistrationHub(secure, nc, built[0])
