@@ -27,8 +27,8 @@ def _ok(result: subprocess.CompletedProcess[str]) -> str:
 
 
 async def _apply(kubectl: Kubectl, manifest: str, *flags: str) -> subprocess.CompletedProcess[str]:
-    """`kubectl apply FLAGS -f -`; kubectl's client-side schema check is off, which needs /openapi/v2."""
-    return await kubectl("apply", "--validate=false", *flags, "-f", "-", input=manifest)
+    """`kubectl apply FLAGS -f -`, validated by kubectl against the hub's OpenAPI v3."""
+    return await kubectl("apply", *flags, "-f", "-", input=manifest)
 
 
 async def _get(kubectl: Kubectl, namespace: str, name: str = "web") -> dict[str, Any]:

@@ -49,19 +49,40 @@ def kind_schema(info: KindInfo, meta_ref: str) -> Schema:
 
 
 def _operations(info: KindInfo, tag: str) -> dict[str, Any]:
-    """The list path of a kind: kubectl only needs the schemas, but a document without paths
-    is not one kube-openapi clients accept as a group version's."""
+    """The list path and the item path's PATCH of a kind. kubectl reads only the schemas, except
+    that before a validated `apply` it looks for the kind's PATCH operation and its
+    `fieldValidation` parameter (cli-runtime's query-param verifier); without it kubectl falls
+    back to /openapi/v2 in protobuf. The PATCH body types are the ones the hub takes: no
+    strategic merge, which kubectl's apply would otherwise pick."""
     ref = {"$ref": f"#/components/schemas/{definition_name(info)}"}
+    gvk = {"group": info.group, "kind": info.kind, "version": info.version}
+    scope = "/namespaces/{namespace}" if info.namespaced else ""
+    collection = f"/apis/{info.group}/{info.version}{scope}/{info.plural}"
+    patch_types = ("application/merge-patch+json", "application/json-patch+json", "application/apply-patch+yaml")
     return {
-        f"/apis/{info.group}/{info.version}{'/namespaces/{namespace}' if info.namespaced else ''}/{info.plural}": {
+        collection: {
             "get": {
                 "operationId": f"list{info.kind}",
                 "tags": [tag],
                 "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": ref}}}},
-                "x-kubernetes-group-version-kind": {"group": info.group, "kind": info.kind, "version": info.version},
+                "x-kubernetes-group-version-kind": gvk,
                 "x-kubernetes-action": "list",
             }
-        }
+        },
+        collection + "/{name}": {
+            "patch": {
+                "operationId": f"patch{info.kind}",
+                "tags": [tag],
+                "parameters": [
+                    {"name": name, "in": "query", "schema": {"type": "string"}}
+                    for name in ("dryRun", "fieldManager", "fieldValidation", "force")
+                ],
+                "requestBody": {"content": {t: {"schema": {"type": "object"}} for t in patch_types}},
+                "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": ref}}}},
+                "x-kubernetes-group-version-kind": gvk,
+                "x-kubernetes-action": "patch",
+            }
+        },
     }
 
 
