@@ -234,4 +234,4 @@ async def test_a_helm_description_installs_a_simulated_release(nats_server: Nats
         await descriptions.create(desc)
         await eventually(lambda: _both_reported(statuses, desc), 10, what="Helm Description Success")
         release = await sim(agent.clusters[0]).observed_status(ObjectRef(RELEASE_API_VERSION, "Release", "db", "mysql"))
-        assert release == {"status": "deployed", "revision": 1}
+        assert release == {"phase": "deployed", "version": 1}

@@ -141,9 +141,15 @@ async def test_releases_install_with_each_clusters_values_upgrade_and_uninstall(
     try:
         greetings = ["hello from child-1", "hello from child-2"]
         descs = [helm_description(chart, {"greeting": g}) for g in greetings]
-        for applier, desc in zip(appliers, descs, strict=True):
+        for applier, desc, greeting in zip(appliers, descs, greetings, strict=True):
             status = await applier.deploy(desc.namespaced_name(), desc)
             assert status.phase is DescriptionPhase.SUCCESS, status.reason
+            # the Description's status reports the release, as the deployer copies it to the HelmRelease
+            [reported] = status.manifest_statuses or []
+            assert (reported.kind, reported.namespace, reported.name) == ("HelmChart", "default", name)
+            observed = reported.observed_status or {}
+            assert (observed["phase"], observed["version"]) == ("deployed", 1)
+            assert observed["notes"].strip() == f"greeter 0.1.0 says {greeting}"
         for plane, greeting in zip(kube_children, greetings, strict=True):
             assert await _greeting(plane, name, target) == {"greeting": greeting, "chartVersion": "0.1.0"}
             release = await _release(plane, name, target)

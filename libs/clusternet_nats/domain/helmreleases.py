@@ -13,7 +13,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from clusternet_nats.api.apps import ChartReference, Description, HelmChart, HelmRelease, HelmReleaseSpec
+from clusternet_nats.api.apps import (
+    ChartReference,
+    Description,
+    DescriptionStatus,
+    HelmChart,
+    HelmRelease,
+    HelmReleaseSpec,
+    HelmReleaseStatus,
+    ManifestStatus,
+)
 from clusternet_nats.api.meta import ObjectMeta
 from pydantic import ValidationError
 
@@ -23,21 +32,48 @@ def release_object_name(description: str, chart: ChartReference) -> str:
     return f"{description}-{chart.namespace}-{chart.name}"
 
 
+def chart_status(ref: ChartReference, status: HelmReleaseStatus) -> ManifestStatus:
+    """How a Helm Description's status reports one chart's release: the HelmChart feed, observed
+    as the release's status (so the Subscription's aggregated status finds the chart available)."""
+    return ManifestStatus(
+        api_version=HelmChart.api_version_string(),
+        kind=HelmChart.KIND,
+        namespace=ref.namespace,
+        name=ref.name,
+        observed_status=status.to_json_dict(),
+    )
+
+
+def release_status(ref: ChartReference, status: DescriptionStatus | None) -> HelmReleaseStatus | None:
+    """The status of chart `ref`'s release as a Description's status reports it; None if absent."""
+    for manifest in (status.manifest_statuses or []) if status is not None else []:
+        if (manifest.kind, manifest.namespace, manifest.name) == (HelmChart.KIND, ref.namespace, ref.name):
+            try:
+                return HelmReleaseStatus.model_validate(manifest.observed_status or {})
+            except ValidationError:
+                return None
+    return None
+
+
 def values_of(release: HelmRelease) -> dict[str, Any]:
     """The release's Helm values: its `overrides` decoded ({} when none)."""
     values = json.loads(release.spec.overrides) if release.spec.overrides else {}
     return values if isinstance(values, dict) else {}
 
 
-def releases_of(desc: Description) -> tuple[list[HelmRelease], list[str]]:
-    """The Description's HelmReleases, and why the entries that make none do not."""
+ChartRelease = tuple[ChartReference, HelmRelease]
+"""A HelmRelease and the HelmChart (feed) it was made from."""
+
+
+def releases_of(desc: Description) -> tuple[list[ChartRelease], list[str]]:
+    """The Description's HelmReleases with their charts, and why the entries that make none do not."""
     refs = desc.spec.charts or []
     charts = desc.spec.chart_raw or []
     raw = desc.spec.raw or []
     if not len(refs) == len(charts) == len(raw):
         lengths = f"charts {len(refs)}, chartRaw {len(charts)}, raw {len(raw)}"
         return [], [f"Description {desc.namespaced_name()}: unequal lengths of spec ({lengths})"]
-    releases: list[HelmRelease] = []
+    releases: list[ChartRelease] = []
     failures: list[str] = []
     for index, (ref, chart_data, values_data) in enumerate(zip(refs, charts, raw, strict=True)):
         try:
@@ -62,7 +98,6 @@ def releases_of(desc: Description) -> tuple[list[HelmRelease], list[str]]:
             }
         )
         meta = ObjectMeta(labels=chart.metadata.labels, annotations=chart.metadata.annotations)
-        releases.append(
-            HelmRelease.new(release_object_name(desc.name, ref), desc.namespace, metadata=meta, spec=spec)
-        )
+        release = HelmRelease.new(release_object_name(desc.name, ref), desc.namespace, metadata=meta, spec=spec)
+        releases.append((ref, release))
     return releases, failures

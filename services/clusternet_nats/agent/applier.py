@@ -18,9 +18,10 @@ from clusternet_nats.api.apps import (
     Description,
     DescriptionPhase,
     DescriptionStatus,
+    HelmReleaseStatus,
     ManifestStatus,
 )
-from clusternet_nats.domain.helmreleases import releases_of
+from clusternet_nats.domain.helmreleases import ChartRelease, chart_status, releases_of
 
 
 def _decode_manifests(raw: list[bytes]) -> tuple[list[RawObject], list[str]]:
@@ -47,8 +48,8 @@ class DescriptionApplier:
         """Applies Description `key`; the status says Success, or Failure with every reason."""
         if desc.spec.deployer is DeployerType.HELM:
             releases, failures = releases_of(desc)
-            outcome = await self.backend.install_releases(key, releases)
-            manifest_statuses = None
+            outcome = await self.backend.install_releases(key, [release for _, release in releases])
+            manifest_statuses = await self._chart_statuses(releases, outcome)
         else:
             manifests, failures = _decode_manifests(desc.spec.raw or [])
             outcome = await self.backend.apply(key, manifests)
@@ -65,6 +66,17 @@ class DescriptionApplier:
     async def remove(self, key: str) -> list[ObjectRef]:
         """Deletes everything Description `key` applied; returns what went."""
         return await self.backend.prune(key, ())
+
+    async def _chart_statuses(self, releases: list[ChartRelease], outcome: ApplyOutcome) -> list[ManifestStatus]:
+        """Each installed chart's release status (matched by target namespace and release name)."""
+        installed = {(ref.namespace, ref.name): ref for ref in outcome.applied}
+        statuses = []
+        for chart, release in releases:
+            ref = installed.get((release.spec.target_namespace, release.spec.release_name or release.name))
+            observed = await self.backend.observed_status(ref) if ref is not None else None
+            if observed is not None:
+                statuses.append(chart_status(chart, HelmReleaseStatus.model_validate(observed)))
+        return statuses
 
     async def _manifest_statuses(self, outcome: ApplyOutcome) -> list[ManifestStatus]:
         return [

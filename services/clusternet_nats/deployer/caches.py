@@ -1,8 +1,8 @@
 """What the deployer watches, and which Subscriptions each change concerns.
 
 One informer per bucket it reads, plus reverse indexes kept by the informers' handlers: feed
-selector -> Subscriptions, bound cluster -> Subscriptions, Subscription uid -> its Bases and
-Descriptions (found by their labels, so nothing depends on having seen them created). Every
+selector -> Subscriptions, bound cluster -> Subscriptions, Subscription uid -> its Bases,
+Descriptions and HelmReleases (found by their labels, so nothing depends on having seen them created). Every
 change becomes the keys of the Subscriptions it concerns, and a change to a Base or Description
 whose Subscription no longer exists asks for an orphan sweep instead.
 """
@@ -19,6 +19,7 @@ from clusternet_nats.api.apps import (
     DescriptionStatus,
     Globalization,
     HelmChart,
+    HelmRelease,
     Localization,
     Manifest,
     OverridePolicy,
@@ -37,8 +38,9 @@ from clusternet_nats.store.keys import namespace_filter
 K = TypeVar("K", bound=KubeObject)
 
 
-def owner_uid(obj: Base | Description) -> set[str]:
-    """The uid of the Subscription a Base or Description was derived from, if the deployer made it."""
+def owner_uid(obj: Base | Description | HelmRelease) -> set[str]:
+    """The uid of the Subscription a Base, Description or HelmRelease was derived from, if the
+    deployer made it."""
     labels = obj.metadata.labels or {}
     uid = labels.get(known.SUBS_UID)
     return {uid} if uid and labels.get(known.CREATED_BY) == known.DEPLOYER else set()
@@ -69,6 +71,7 @@ class Caches:
         self.bases = ctx.objects(Base)
         self.descriptions = ctx.objects(Description)
         self.description_statuses = ctx.records(KindInfo.of(Description).status_bucket or "", DescriptionStatus)
+        self.helm_releases = ctx.objects(HelmRelease)
 
         self.subs_by_feed: Index[Subscription, Selector] = Index(
             lambda sub: {feed_selector(feed) for feed in sub.spec.feeds}
@@ -80,6 +83,7 @@ class Caches:
         self.globalizations_by_feed: Index[Globalization, Selector] = Index(_applied_now)
         self.bases_by_sub: Index[Base, str] = Index(owner_uid)
         self.descriptions_by_sub: Index[Description, str] = Index(owner_uid)
+        self.helm_releases_by_sub: Index[HelmRelease, str] = Index(owner_uid)
 
     # -- lookups for the reconciler --------------------------------------------------------
 
@@ -100,6 +104,9 @@ class Caches:
 
     def descriptions_of(self, uid: str) -> list[Description]:
         return self._owned(self.descriptions, self.descriptions_by_sub, uid)
+
+    def helm_releases_of(self, uid: str) -> list[HelmRelease]:
+        return self._owned(self.helm_releases, self.helm_releases_by_sub, uid)
 
     @staticmethod
     def _owned(informer: Informer[K], index: Index[K, str], uid: str) -> list[K]:
@@ -155,4 +162,5 @@ class Caches:
         self.globalizations.add_handler(lambda key, obj: for_feeds(self.globalizations_by_feed.update(key, obj)))
         self.bases.add_handler(lambda key, obj: for_owners(self.bases_by_sub.update(key, obj)))
         self.descriptions.add_handler(lambda key, obj: for_owners(self.descriptions_by_sub.update(key, obj)))
+        self.helm_releases.add_handler(lambda key, obj: for_owners(self.helm_releases_by_sub.update(key, obj)))
         self.description_statuses.add_handler(lambda key, _status: for_owners(self.descriptions_by_sub.values_of(key)))

@@ -15,6 +15,7 @@ import structlog
 import structlog.contextvars
 from clusternet_nats.api.apps import (
     Base,
+    DeployerType,
     Description,
     DescriptionSpec,
     HelmChart,
@@ -36,6 +37,7 @@ from clusternet_nats.deployer.descriptions import (
     render_helm,
     short_replicas,
 )
+from clusternet_nats.deployer.helmreleases import HelmReleases
 from clusternet_nats.deployer.overrides import OverrideError
 from clusternet_nats.deployer.status import Release, aggregate
 from clusternet_nats.deployer.warnings import Warnings
@@ -59,6 +61,7 @@ class Deployer:
         self.bases: ObjectStore[Base] = ObjectStore(ctx.js, KindInfo.of(Base))
         self.descriptions: ObjectStore[Description] = ObjectStore(ctx.js, KindInfo.of(Description))
         self.statuses = StatusStore(ctx.js, SUBSCRIPTION_STATUS_BUCKET, SubscriptionStatus)
+        self.helm_releases = HelmReleases(ctx, caches)
 
     async def reconcile(self, key: str) -> None:
         with structlog.contextvars.bound_contextvars(subscription=key):
@@ -86,11 +89,17 @@ class Deployer:
 
         releases: list[Release] = []
         kept: set[str] = set()
+        helm_kept: set[str] = set()
         for (index, cluster), base in zip(placements, bases, strict=True):
             target = self._target(sub, cluster, cluster_replicas(binding, index))
             descriptions = await self._sync_descriptions(sub, base, target)
             kept |= {self.descriptions.key_of(desc) for desc in descriptions}
+            for desc in descriptions:
+                if desc.spec.deployer is DeployerType.HELM:
+                    status = self.caches.description_statuses.get(self.descriptions.key_of(desc))
+                    helm_kept |= await self.helm_releases.sync(desc, status)
             releases.append(await self._release(sub, cluster, descriptions))
+        await self.helm_releases.delete_stale(sub.metadata.uid or "", helm_kept)
         await self._delete_stale_descriptions(sub, kept)
         await self._sync_status(sub, releases)
 

@@ -6,7 +6,8 @@ record names and deleting what carries the owner's mark and is no longer wanted 
 namespaces are disowned instead: Kubernetes refuses to delete them), reads status back as the
 API server reports it (`.status` of the object, as Clusternet's agent does), installs HelmReleases
 with the `helm` binary (`helm.py`; releases are a recorded kind like any other, pruned by
-uninstalling), and reports facts for heartbeats. Nothing is remembered in the agent: marks and records live in the cluster.
+uninstalling), and reports facts for heartbeats. Nothing is remembered in the agent: marks and
+records live in the cluster.
 """
 
 from __future__ import annotations

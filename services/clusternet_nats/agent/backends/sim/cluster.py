@@ -107,7 +107,7 @@ class SimCluster:
                 changed.add(ref)
                 obj = self.objects.get(ref)
                 assert obj is not None
-                self.objects.set_status(ref, {"status": "deployed", "revision": obj.generation})
+                self.objects.set_status(ref, {"phase": "deployed", "version": obj.generation})
             outcome.applied.append(ref)
         self._changed(owner, changed)
         return outcome
