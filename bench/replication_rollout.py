@@ -5,18 +5,28 @@ showing completedReleases == N), and the resident memory of the hub side (nats-s
 scheduler, deployer, predictor) and of the agent process hosting the simulated clusters.
 
     .venv/bin/python bench/replication_rollout.py --clusters 100
+    .venv/bin/python bench/replication_rollout.py --clusters 1000 --nats-cluster 3
+
+`--nats-cluster 3` runs NATS as a 3-server JetStream cluster with R3 buckets. Beside the figures
+it prints a raw reference measured in the same run on the same NATS: the rate of JetStream
+publishes (acknowledged, 64 in flight) to a stream with the buckets' replicas, and the load
+average, since the machine is shared.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import nats
 import psutil
+from clusternet_nats.testing.natsserver import NatsCluster
 from clusternet_nats.testing.system import System
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,15 +78,44 @@ def rss_mib(pid: int) -> float:
     return float(psutil.Process(pid).memory_info().rss) / 2**20
 
 
+async def js_publish_rate(url: str, replicas: int, count: int = 5000, in_flight: int = 64) -> float:
+    """Acknowledged JetStream publishes per second to a stream of `replicas` replicas."""
+    nc = await nats.connect(servers=url.split(","))
+    js = nc.jetstream()
+    try:
+        await js.add_stream(name="BENCH_REFERENCE", subjects=["bench.reference"], num_replicas=replicas)
+        payload = b"x" * 512
+        sem = asyncio.Semaphore(in_flight)
+
+        async def one() -> None:
+            async with sem:
+                await js.publish("bench.reference", payload)
+
+        started = time.monotonic()
+        await asyncio.gather(*(one() for _ in range(count)))
+        rate = count / (time.monotonic() - started)
+        await js.delete_stream("BENCH_REFERENCE")
+        return rate
+    finally:
+        await nc.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clusters", type=int, default=100)
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--log-level", default="warning")
+    parser.add_argument("--nats-cluster", type=int, default=1, help="nats-servers in one JetStream cluster (R3)")
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="cnet-bench-"))
-    system = System(workdir, sim_clusters=args.clusters, labels_cycle="env=bench", log_level=args.log_level)
+    system = System(
+        workdir,
+        sim_clusters=args.clusters,
+        labels_cycle="env=bench",
+        log_level=args.log_level,
+        nats_cluster=args.nats_cluster,
+    )
     t0 = time.monotonic()
     system.start(timeout=300)
     startup = time.monotonic() - t0
@@ -106,8 +145,16 @@ def main() -> int:
                 return 1
             time.sleep(0.1)
         elapsed = time.monotonic() - started
-        print(f"apply -> all {args.clusters} Descriptions Success: {elapsed:.2f}s")
+        load = os.getloadavg()[0]
+        replicas = system.stream_replicas
+        nats_kind = f"{args.nats_cluster}-server cluster, R{replicas}" if args.nats_cluster > 1 else "1 server"
+        print(f"apply -> all {args.clusters} Descriptions Success: {elapsed:.2f}s (NATS {nats_kind}, load {load:.2f})")
+        reference = asyncio.run(js_publish_rate(system.nats_url, int(system.stream_replicas)))
+        print(f"  raw reference: {reference:,.0f} JetStream publishes/s (R{system.stream_replicas}, 64 in flight)")
         hub_side = {name: rss_mib(pid) for name, pid in system.hub_side_pids().items()}
+        if isinstance(system.nats, NatsCluster):
+            hub_side.pop("nats-server", None)
+            hub_side |= {f"nats {s.server_name}": rss_mib(s.proc.pid) for s in system.nats.servers if s.proc}
         for name, mib in sorted(hub_side.items()):
             print(f"  rss {name:12s} {mib:7.1f} MiB")
         print(f"hub-side memory total: {sum(hub_side.values()):.1f} MiB")
