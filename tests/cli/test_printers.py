@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from clusternet_nats.api.printer_columns import age, human_duration
 from clusternet_nats.cli.describe import label_for
-from clusternet_nats.cli.printers import age, human_duration, render_table
+from clusternet_nats.cli.printers import render_table
 
 
 @pytest.mark.parametrize(
@@ -40,7 +41,7 @@ def test_table_columns_are_padded_like_kubectl() -> None:
     text = render_table(["NAME", "AGE"], [["a-rather-long-name", "5s"], ["b", "3m"]])
     width = len("a-rather-long-name") + 3
     assert text.splitlines() == ["NAME".ljust(width) + "AGE", "a-rather-long-name   5s", "b".ljust(width) + "3m"]
-    assert render_table(["A", "B"], [["x", "y"]]).splitlines()[1] == "x" + " " * 9 + "y"  # cells are >= 10 wide
+    assert render_table(["A", "B"], [["x", "y"]]).splitlines()[1] == "x" + " " * 5 + "y"  # cells are >= 6 wide
 
 
 def test_describe_labels() -> None:

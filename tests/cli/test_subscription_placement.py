@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from clusternet_nats.api import KindInfo
 from clusternet_nats.api.apps import Subscription
+from clusternet_nats.api.printer_columns import not_progressing
 from clusternet_nats.cli.columns import object_table
 from clusternet_nats.cli.describe import describe
 
@@ -57,15 +58,30 @@ def test_get_subs_shows_whether_and_why_not_placed() -> None:
     info = KindInfo.of(Subscription)
     table = object_table(info, [PARTIAL, subscription({})], NOW, all_namespaces=False, wide=False, qualified=False)
     assert table.splitlines() == [
-        "NAME      SCHEDULED   REASON               AGE",
-        "web       False       PartiallyScheduled   60m",
-        "web                                        60m",
+        "NAME   SCHEDULED   REASON               AGE",
+        "web    False       PartiallyScheduled   60m",
+        "web                                     60m",
     ]
     wide = object_table(info, [PARTIAL], NOW, all_namespaces=False, wide=True, qualified=False).splitlines()
     assert wide[0].split() == [
         "NAME", "SCHEDULED", "REASON", "AGE", "MESSAGE", "STRATEGY", "BINDINGS", "UNSCHEDULED", "COMPLETED/DESIRED"
     ]
     assert "could not place 3 replica(s) of apps/v1/Deployment/shop/web   Dividing   2          3" in wide[1]
+
+
+def test_reason_says_why_a_subscription_is_not_progressing() -> None:
+    """Any False condition's reason first (the scheduler waiting for the FeedInventory of feeds that
+    are missing, a controller's own), then releases a cluster reports unavailable."""
+    waiting = {"type": "Scheduled", "status": "False", "reason": "WaitingForFeedInventory"}
+    unparseable = {"type": "FeedsParsed", "status": "False", "reason": "UnParseableFeeds"}
+    details = [{"clusterName": "a", "available": True}, {"clusterName": "b", "available": False}]
+    failed = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "feedStatusDetails": details}]
+    scheduled = {"type": "Scheduled", "status": "True", "reason": "Scheduled"}
+    assert not_progressing(subscription({"conditions": [waiting]})) == "WaitingForFeedInventory"
+    assert not_progressing(subscription({"conditions": [scheduled, unparseable]})) == "UnParseableFeeds"
+    assert not_progressing(subscription({"conditions": [scheduled], "aggregatedStatuses": failed})) == "ReleasesFailed"
+    assert not_progressing(subscription({"conditions": [scheduled]})) == ""
+    assert not_progressing(PARTIAL) == "PartiallyScheduled"
 
 
 def test_describe_subs_shows_replicas_predictions_and_availability_per_cluster() -> None:

@@ -8,10 +8,13 @@ Only the JSONPath forms Clusternet's columns use are evaluated: `.a.b` and `.a[?
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 ColumnType = Literal["string", "integer", "number", "boolean", "date"]
+Object = dict[str, Any]
 
 _STEP = re.compile(r"\.([A-Za-z0-9_]+)|\[\?\(@\.([A-Za-z0-9_]+)==['\"]([^'\"]*)['\"]\)\]")
 
@@ -102,4 +105,135 @@ def table_columns(kind: str) -> tuple[PrinterColumn, ...]:
     return crd_columns(kind) or (AGE,)
 
 
-__all__ = ["AGE", "PRINTER_COLUMNS", "PrinterColumn", "crd_columns", "table_columns"]
+def human_duration(seconds: float) -> str:
+    """apimachinery's HumanDuration: `45s`, `3m20s`, `2h`, `4d`, `2y30d`."""
+    if seconds < -1:
+        return "<invalid>"
+    s = max(int(seconds), 0)
+    minutes, hours, days = s // 60, s // 3600, s // 86400
+    if s < 120:
+        return f"{s}s"
+    if minutes < 10:
+        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
+    if days < 365 * 2:
+        return f"{days}d"
+    if days < 365 * 8:
+        return f"{days // 365}y{days % 365}d" if days % 365 else f"{days // 365}y"
+    return f"{days // 365}y"
+
+
+def age(timestamp: Any, now: datetime | None = None) -> str:
+    """Age of an RFC 3339 timestamp, `<unknown>` when there is none."""
+    if not isinstance(timestamp, str) or not timestamp:
+        return "<unknown>"
+    try:
+        then = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return "<unknown>"
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    return human_duration(((now or datetime.now(UTC)) - then).total_seconds())
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    value: Callable[[Object, datetime], str]
+    wide_only: bool = False
+
+    @classmethod
+    def of(cls, printer: PrinterColumn) -> Column:
+        def value(obj: Object, now: datetime) -> str:
+            found = printer.value(obj)
+            if printer.type == "date":
+                return age(found, now)
+            return "" if found is None else str(found)
+
+        return cls(printer.name, value, wide_only=printer.priority > 0)
+
+
+def _bindings(obj: Object, _: datetime) -> str:
+    return str(len((obj.get("status") or {}).get("bindingClusters") or []))
+
+
+def _releases(obj: Object, _: datetime) -> str:
+    status = obj.get("status") or {}
+    return f"{status.get('completedReleases') or 0}/{status.get('desiredReleases') or 0}"
+
+
+def _unscheduled(obj: Object, _: datetime) -> str:
+    return str(sum(((obj.get("status") or {}).get("unscheduledReplicas") or {}).values()))
+
+
+def _strategy(obj: Object, _: datetime) -> str:
+    return str((obj.get("spec") or {}).get("schedulingStrategy") or "")
+
+
+def _scheduled(field: str) -> Callable[[Object, datetime], str]:
+    condition = PrinterColumn(field.upper(), f".status.conditions[?(@.type=='Scheduled')].{field}")
+    return lambda obj, _now: str(condition.value(obj) or "")
+
+
+RELEASES_FAILED = "ReleasesFailed"
+
+
+def not_progressing(obj: Object) -> str:
+    """Why a Subscription is not progressing, "" when nothing says so: the reason of its first False
+    condition (the scheduler's `Scheduled`: Unschedulable, PartiallyScheduled, WaitingForFeedInventory;
+    any other a controller sets, e.g. for feeds that cannot be read), else ReleasesFailed when a
+    cluster reports one of its feeds unavailable (the aggregated status)."""
+    status = obj.get("status") or {}
+    for condition in status.get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("status") == "False":
+            return str(condition.get("reason") or condition.get("type") or "")
+    for feed in status.get("aggregatedStatuses") or []:
+        details = feed.get("feedStatusDetails") or [] if isinstance(feed, dict) else []
+        if any(isinstance(d, dict) and d.get("available") is False for d in details):
+            return RELEASES_FAILED
+    return ""
+
+
+LEADING_EXTRAS: dict[str, list[Column]] = {
+    "Subscription": [
+        Column("SCHEDULED", _scheduled("status")),
+        Column("REASON", lambda obj, _now: not_progressing(obj)),
+    ],
+}
+
+WIDE_EXTRAS: dict[str, list[Column]] = {
+    "Subscription": [
+        Column("MESSAGE", _scheduled("message"), wide_only=True),
+        Column("STRATEGY", _strategy, wide_only=True),
+        Column("BINDINGS", _bindings, wide_only=True),
+        Column("UNSCHEDULED", _unscheduled, wide_only=True),
+        Column("COMPLETED/DESIRED", _releases, wide_only=True),
+    ],
+}
+
+
+def columns_for(kind: str, wide: bool) -> list[Column]:
+    """The columns after NAME (and NAMESPACE); every kind has at least AGE."""
+    columns = LEADING_EXTRAS.get(kind, []) + [Column.of(c) for c in table_columns(kind)] + WIDE_EXTRAS.get(kind, [])
+    return [c for c in columns if wide or not c.wide_only]
+
+
+__all__ = [
+    "AGE",
+    "PRINTER_COLUMNS",
+    "Column",
+    "PrinterColumn",
+    "age",
+    "columns_for",
+    "crd_columns",
+    "human_duration",
+    "not_progressing",
+    "table_columns",
+]

@@ -11,76 +11,14 @@ got (computed values a JSONPath column cannot express).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from clusternet_nats.api import KindInfo
-from clusternet_nats.api.printer_columns import PrinterColumn, table_columns
-from clusternet_nats.cli.printers import age, render_table
+from clusternet_nats.api.printer_columns import columns_for
+from clusternet_nats.cli.printers import render_table
 
 Object = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Column:
-    header: str
-    value: Callable[[Object, datetime], str]
-    wide_only: bool = False
-
-    @classmethod
-    def of(cls, printer: PrinterColumn) -> Column:
-        def value(obj: Object, now: datetime) -> str:
-            found = printer.value(obj)
-            if printer.type == "date":
-                return age(found, now)
-            return "" if found is None else str(found)
-
-        return cls(printer.name, value, wide_only=printer.priority > 0)
-
-
-def _bindings(obj: Object, _: datetime) -> str:
-    return str(len((obj.get("status") or {}).get("bindingClusters") or []))
-
-
-def _releases(obj: Object, _: datetime) -> str:
-    status = obj.get("status") or {}
-    return f"{status.get('completedReleases') or 0}/{status.get('desiredReleases') or 0}"
-
-
-def _unscheduled(obj: Object, _: datetime) -> str:
-    return str(sum(((obj.get("status") or {}).get("unscheduledReplicas") or {}).values()))
-
-
-def _strategy(obj: Object, _: datetime) -> str:
-    return str((obj.get("spec") or {}).get("schedulingStrategy") or "")
-
-
-def _scheduled(field: str) -> Callable[[Object, datetime], str]:
-    condition = PrinterColumn(field.upper(), f".status.conditions[?(@.type=='Scheduled')].{field}")
-    return lambda obj, _now: str(condition.value(obj) or "")
-
-
-LEADING_EXTRAS: dict[str, list[Column]] = {
-    "Subscription": [Column("SCHEDULED", _scheduled("status")), Column("REASON", _scheduled("reason"))],
-}
-
-WIDE_EXTRAS: dict[str, list[Column]] = {
-    "Subscription": [
-        Column("MESSAGE", _scheduled("message"), wide_only=True),
-        Column("STRATEGY", _strategy, wide_only=True),
-        Column("BINDINGS", _bindings, wide_only=True),
-        Column("UNSCHEDULED", _unscheduled, wide_only=True),
-        Column("COMPLETED/DESIRED", _releases, wide_only=True),
-    ],
-}
-
-
-def columns_for(kind: str, wide: bool) -> list[Column]:
-    """The columns after NAME (and NAMESPACE); every kind has at least AGE."""
-    columns = LEADING_EXTRAS.get(kind, []) + [Column.of(c) for c in table_columns(kind)] + WIDE_EXTRAS.get(kind, [])
-    return [c for c in columns if wide or not c.wide_only]
 
 
 def resource_name(info: KindInfo) -> str:

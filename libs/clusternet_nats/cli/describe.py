@@ -11,7 +11,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from clusternet_nats.cli.printers import age, render_table
+from clusternet_nats.api.printer_columns import age
+from clusternet_nats.cli.printers import render_table
 
 Object = dict[str, Any]
 

@@ -1,7 +1,7 @@
 """`Table` answers (meta.k8s.io v1 and v1beta1), so `kubectl get` prints what `cnet get` prints.
 
 kubectl asks for a Table in its Accept header and prints the server's columns as they come. The
-columns are cnet's (`cli.columns.columns_for`, the CRDs' printer columns plus cnet's additions),
+columns are cnet's (`api.printer_columns.columns_for`, the CRDs' printer columns plus cnet's additions),
 so the two tools cannot differ; columns cnet shows only with `-o wide` have priority 1, which
 kubectl likewise shows only with `-o wide`. Ages are rendered here, as kube-apiserver renders a
 CRD's date columns. Any other kind (the shadow API's) gets NAME and AGE.
@@ -19,8 +19,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler
 from clusternet_nats.api import UnknownKindError, by_kind
-from clusternet_nats.cli.columns import Column, columns_for
-from clusternet_nats.cli.printers import age
+from clusternet_nats.api.printer_columns import Column, age, columns_for
 from clusternet_nats.hub.errors import bad_request
 
 Object = dict[str, Any]
