@@ -10,6 +10,7 @@ atomic upgrade that times out and is rolled back).
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 from aiohttp import web
 from clusternet_nats.agent.applier import DescriptionApplier
 from clusternet_nats.agent.backends.kube import KubeCluster
+from clusternet_nats.agent.service import Agent, AgentOptions, Backend
 from clusternet_nats.api.apps import (
     ChartReference,
     DeployerType,
@@ -27,9 +29,19 @@ from clusternet_nats.api.apps import (
     DescriptionSpec,
     HelmChart,
     HelmOptions,
+    HelmReleaseStatus,
+    Localization,
+    Subscription,
 )
+from clusternet_nats.domain.names import short_hash
+from clusternet_nats.store import StatusStore, object_key
+from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.kube import ControlPlane
+from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.tools import Tools, run_tool
+from clusternet_nats.testing.waiting import eventually
+
+from tests.deployer.test_deployer import Upstream
 
 CHART = "greeter"
 
@@ -189,6 +201,104 @@ async def test_releases_install_with_each_clusters_values_upgrade_and_uninstall(
     finally:
         for backend in backends:
             await backend.close()
+
+
+async def test_a_subscription_installs_with_each_clusters_localization_upgrades_and_uninstalls(
+    nats_server: NatsServer,
+    hub: Upstream,
+    deployer: None,
+    kube_children: list[ControlPlane],
+    kube_tools: Tools,
+    chart_repo: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Hub objects to releases: deployer (Descriptions, HelmReleases), two kube agents (helm on PATH)."""
+    monkeypatch.setenv("PATH", f"{kube_tools.helm.parent}:{os.environ['PATH']}")
+    ns = hub.ns
+    names = [f"one-{ns}", f"two-{ns}"]
+    for name in names:
+        spec = {"repo": chart_repo, "chart": CHART, "version": "0.1.0", "targetNamespace": ns}
+        await hub.create(HelmChart.new(name, ns, spec=spec))
+    feeds = [
+        {"apiVersion": HelmChart.api_version_string(), "kind": "HelmChart", "namespace": ns, "name": name}
+        for name in names
+    ]
+    agents = [
+        Agent(AgentOptions(cluster_name=f"helm-{i}-{ns}"[:40], backend=Backend.KUBE, kubeconfig=plane.kubeconfig))
+        for i, plane in enumerate(kube_children)
+    ]
+    async with running_service("agent-1", agents[0].build, nats_server.url), running_service(
+        "agent-2", agents[1].build, nats_server.url
+    ):
+        idents = [
+            (await eventually(lambda a=a: a.clusters[0] if a.clusters and a.clusters[0].ready else None, 60)).identity
+            for a in agents
+        ]
+        clusters = [
+            await eventually(lambda i=i: hub.get("ManagedCluster", i.namespace, i.name), 30, what="ManagedCluster")
+            for i in idents
+        ]
+        localizations = []
+        for cluster in clusters:
+            override = {"name": "greet", "type": "Helm", "value": f"greeting: hello {cluster.namespace}"}
+            spec = {"feed": feeds[0], "overrides": [override], "overridePolicy": "ApplyNow"}
+            loc = Localization.new("greet", cluster.namespace, spec=spec)
+            localizations.append(await hub.create(loc))
+        sub: Subscription = await hub.create(
+            Subscription.new("greeters", ns, spec={"subscribers": [{"clusterAffinity": {}}], "feeds": feeds})
+        )
+        revision = await hub.bind(sub, clusters)
+
+        async def greetings(release: str) -> list[dict[str, str] | None]:
+            return [await _greeting(plane, release, ns) for plane in kube_children]
+
+        async def installed() -> bool:
+            first, second = await greetings(names[0]), await greetings(names[1])
+            localized = [{"greeting": f"hello {c.namespace}", "chartVersion": "0.1.0"} for c in clusters]
+            return first == localized and second == [{"greeting": "hello", "chartVersion": "0.1.0"}] * 2
+
+        await eventually(installed, 90, what="chart one with each cluster's Localization, chart two as it is")
+        hr_statuses = StatusStore(hub.js, "helmreleases-status", HelmReleaseStatus)
+        base = f"greeters-{short_hash(ns, 'greeters')}"
+
+        async def hr_deployed() -> bool:
+            keys = [object_key(c.namespace, f"{base}-helm-{ns}-{names[0]}") for c in clusters]
+            found = [await hr_statuses.get(key) for key in keys]
+            return all(f is not None and f.value.phase == "deployed" and f.value.version == 1 for f in found)
+
+        await eventually(hr_deployed, 60, what="HelmRelease status: deployed, revision 1")
+
+        # A changed Localization upgrades cluster 1's release only.
+        loc = localizations[0]
+        loc.spec.overrides[0].value = "greeting: bonjour"
+        await hub.store("Localization").update(loc)
+
+        async def upgraded() -> bool:
+            return (await greetings(names[0]))[0] == {"greeting": "bonjour", "chartVersion": "0.1.0"}
+
+        await eventually(upgraded, 90, what="cluster 1's release upgraded")
+        first, second = [await _release(plane, names[0], ns) for plane in kube_children]
+        assert first is not None and second is not None and (first["version"], second["version"]) == (2, 1)
+
+        # Chart two leaves the Subscription: uninstalled from both clusters, chart one stays.
+        sub = await hub.get("Subscription", ns, "greeters")
+        sub.spec.feeds = sub.spec.feeds[:1]
+        sub = await hub.store("Subscription").update(sub)
+        await hub.bind(sub, clusters, revision=revision)
+
+        async def two_gone() -> bool:
+            return [await _release(plane, names[1], ns) for plane in kube_children] == [None, None]
+
+        await eventually(two_gone, 90, what="chart two uninstalled")
+        assert all(g is not None for g in await greetings(names[0]))
+
+        # The Subscription goes: chart one is uninstalled too.
+        await hub.store("Subscription").delete(ns, "greeters")
+
+        async def one_gone() -> bool:
+            return [await _release(plane, names[0], ns) for plane in kube_children] == [None, None]
+
+        await eventually(one_gone, 90, what="chart one uninstalled")
 
 
 async def test_a_failed_atomic_upgrade_is_rolled_back_and_reported(

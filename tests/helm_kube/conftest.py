@@ -1,0 +1,3 @@
+from tests.deployer.test_deployer import deployer, hub
+
+__all__ = ["deployer", "hub"]
