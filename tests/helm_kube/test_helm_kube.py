@@ -191,6 +191,16 @@ async def test_releases_install_with_each_clusters_values_upgrade_and_uninstall(
             release = await _release(plane, name, target)
             assert release is not None and release["version"] == 2 and release["info"]["status"] == "deployed"
 
+        # history is kept to Clusternet's 5 revisions
+        for n in range(5):
+            more = helm_description(chart, {"greeting": f"hello #{n}"})
+            more.metadata = descs[0].metadata
+            status = await appliers[0].deploy(descs[0].namespaced_name(), more)
+            assert status.phase is DescriptionPhase.SUCCESS, status.reason
+        kubeconfig = kube_children[0].kubeconfig
+        done = await run_tool(kube_tools.helm, "history", name, "-n", target, "-o", "json", "--kubeconfig", kubeconfig)
+        assert [entry["revision"] for entry in json.loads(done.stdout)] == [3, 4, 5, 6, 7]
+
         # the Description goes (the chart left the Subscription, or the cluster the binding)
         for applier, desc, plane in zip(appliers, descs, kube_children, strict=True):
             gone = await applier.remove(desc.namespaced_name())

@@ -27,8 +27,8 @@ from clusternet_nats.domain.helmreleases import values_of
 RELEASE_KIND: Kind = ("helm.sh/v3", "Release")
 """How the owner records and ApplyOutcome name a Helm release (it is no API kind)."""
 DEPLOYED = "deployed"
-MAX_HISTORY = 10
-"""Revisions Helm keeps per release on upgrade (`--history-max`, Helm's own default)."""
+MAX_HISTORY = 5
+"""Revisions Helm keeps per release on upgrade (`--history-max`; Clusternet's agent keeps 5)."""
 
 log = structlog.get_logger(__name__)
 
