@@ -7,10 +7,12 @@ restart, derives the same Base and never creates a second one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from clusternet_nats.api import labels as known
-from clusternet_nats.api.apps import Base, BaseSpec, Subscription
+from clusternet_nats.api.apps import Base, BaseSpec, Description, Subscription
 from clusternet_nats.api.clusters import ManagedCluster
-from clusternet_nats.api.meta import ObjectMeta
+from clusternet_nats.api.meta import ObjectMeta, OwnerReference
 from clusternet_nats.domain.names import short_hash
 
 MAX_LABEL_VALUE = 63
@@ -25,6 +27,26 @@ def with_name_label(labels: dict[str, str], key: str, name: str) -> dict[str, st
     if len(name) <= MAX_LABEL_VALUE:
         labels[key] = name
     return labels
+
+
+def derived_metadata(config: Base | Description, labels: Mapping[str, str]) -> ObjectMeta:
+    """Metadata of an object derived from `config` (a Description from its Base, a HelmRelease
+    from its Description): `labels` plus the config labels naming `config`, its controlling owner."""
+    merged = {key: value for key, value in labels.items() if key != known.CONFIG_NAME}
+    merged |= {
+        known.CONFIG_KIND: config.KIND,
+        known.CONFIG_NAMESPACE: config.namespace,
+        known.CONFIG_UID: config.metadata.uid or "",
+    }
+    owner = OwnerReference(
+        api_version=config.api_version_string(),
+        kind=config.KIND,
+        name=config.name,
+        uid=config.metadata.uid or "",
+        controller=True,
+        block_owner_deletion=True,
+    )
+    return ObjectMeta(labels=with_name_label(merged, known.CONFIG_NAME, config.name), owner_references=[owner])
 
 
 def cluster_labels(cluster: ManagedCluster) -> dict[str, str]:

@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusternet_nats.api import labels as known
 from clusternet_nats.api.apps import (
     Base,
     ChartReference,
@@ -30,8 +29,8 @@ from clusternet_nats.api.apps import (
     Subscription,
 )
 from clusternet_nats.api.binding import SubscriptionBinding
-from clusternet_nats.api.meta import Feed, ObjectMeta, OwnerReference
-from clusternet_nats.deployer.bases import with_name_label
+from clusternet_nats.api.meta import Feed
+from clusternet_nats.deployer.bases import derived_metadata
 from clusternet_nats.deployer.overrides import SourcedOverride, apply_overrides, select_overrides
 from clusternet_nats.domain.feeds import Selector, chart_feed, feed_key, feed_selector, manifest_selectors
 from clusternet_nats.domain.patches import merge_patch
@@ -131,25 +130,9 @@ def _without_chart_identity(patch: dict[str, Any]) -> dict[str, Any]:
 def description_for(base: Base, spec: DescriptionSpec) -> Description:
     """The Description of `spec` for `base`: named by its deployer, labelled with the Base's labels."""
     suffix = HELM_SUFFIX if spec.deployer == DeployerType.HELM else GENERIC_SUFFIX
-    labels = dict(base.metadata.labels or {})
-    labels |= {
-        known.CONFIG_KIND: Base.KIND,
-        known.CONFIG_NAMESPACE: base.namespace,
-        known.CONFIG_UID: base.metadata.uid or "",
-    }
-    labels.pop(known.CONFIG_NAME, None)
-    with_name_label(labels, known.CONFIG_NAME, base.name)
-    owner = OwnerReference(
-        api_version=base.api_version,
-        kind=Base.KIND,
-        name=base.name,
-        uid=base.metadata.uid or "",
-        controller=True,
-        block_owner_deletion=True,
-    )
     return Description.new(
         base.name + suffix,
         base.namespace,
-        metadata=ObjectMeta(labels=labels, owner_references=[owner]),
+        metadata=derived_metadata(base, base.metadata.labels or {}),
         spec=spec,
     )

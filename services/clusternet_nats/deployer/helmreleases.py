@@ -12,11 +12,9 @@ without a second write path from the clusters (nothing new for the intake to adm
 from __future__ import annotations
 
 import structlog
-from clusternet_nats.api import labels as known
 from clusternet_nats.api.apps import Description, DescriptionStatus, HelmRelease, HelmReleaseStatus
-from clusternet_nats.api.meta import OwnerReference
 from clusternet_nats.api.registry import KindInfo
-from clusternet_nats.deployer.bases import with_name_label
+from clusternet_nats.deployer.bases import derived_metadata
 from clusternet_nats.deployer.caches import Caches
 from clusternet_nats.deployer.writes import Outcome, ensure, remove
 from clusternet_nats.domain.helmreleases import release_status, releases_of
@@ -27,24 +25,10 @@ log = structlog.get_logger(__name__)
 
 
 def _labelled(release: HelmRelease, desc: Description) -> HelmRelease:
-    """The chart's labels, the Description's (its Subscription's, created-by) and config labels
-    naming the Description, which owns it."""
-    labels = {**(release.metadata.labels or {}), **(desc.metadata.labels or {})}
-    labels.pop(known.CONFIG_NAME, None)
-    labels |= {
-        known.CONFIG_KIND: Description.KIND,
-        known.CONFIG_NAMESPACE: desc.namespace,
-        known.CONFIG_UID: desc.metadata.uid or "",
-    }
-    owner = OwnerReference(
-        api_version=desc.api_version,
-        kind=Description.KIND,
-        name=desc.name,
-        uid=desc.metadata.uid or "",
-        controller=True,
-        block_owner_deletion=True,
-    )
-    update = {"labels": with_name_label(labels, known.CONFIG_NAME, desc.name), "owner_references": [owner]}
+    """With the chart's labels, the Description's (its Subscription's, created-by) and config
+    labels naming the Description, which owns it."""
+    derived = derived_metadata(desc, {**(release.metadata.labels or {}), **(desc.metadata.labels or {})})
+    update = {"labels": derived.labels, "owner_references": derived.owner_references}
     return release.model_copy(update={"metadata": release.metadata.model_copy(update=update)})
 
 
