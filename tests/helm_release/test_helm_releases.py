@@ -4,6 +4,10 @@ the agent reports in the Description's status, deleted when the cluster or the S
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
+import pytest
 from clusternet_nats.api import labels as known
 from clusternet_nats.api.apps import (
     ChartReference,
@@ -15,17 +19,22 @@ from clusternet_nats.api.apps import (
     Subscription,
     SubscriptionStatus,
 )
+from clusternet_nats.cli.main import app
 from clusternet_nats.domain.helmreleases import chart_status, values_of
 from clusternet_nats.domain.names import short_hash
+from clusternet_nats.hub.testing import running_hub
 from clusternet_nats.store import StatusStore, object_key
+from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually
+from typer.testing import CliRunner
 
 from tests.deployer.test_deployer import Upstream
 
 
 async def test_helm_descriptions_have_helmreleases_with_values_options_and_the_reported_status(
-    hub: Upstream, deployer: None
+    nats_server: NatsServer, hub: Upstream, deployer: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    monkeypatch.setenv("CNET_CONFIG", str(tmp_path / "cnet-config"))
     ns = hub.ns
     cluster_a, cluster_b = await hub.cluster("a"), await hub.cluster("b")
     chart = HelmChart.new(
@@ -97,6 +106,18 @@ async def test_helm_descriptions_have_helmreleases_with_values_options_and_the_r
         return all(f is not None and f.value == release for f in found)
 
     await eventually(reported, timeout=20, what="HelmRelease status copied from the Descriptions' status")
+
+    # `cnet get hr -A` shows them with Clusternet's columns (its CRD's additionalPrinterColumns).
+    async with running_hub(nats_server.url) as served:
+        args = [*served.cnet_args(), "get", "hr", "-A"]
+        result = await asyncio.to_thread(lambda: CliRunner().invoke(app, args))
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].split() == ["NAMESPACE", "NAME", "CHART", "VERSION", "REPO", "STATUS", "AGE"]
+    rows = {tuple(line.split()[:6]) for line in lines[1:]}
+    repo = "https://charts.example.com"
+    assert (cluster_a.namespace, name, "mysql", "9.3.0", repo, "deployed") in rows
+    assert (cluster_b.namespace, name, "mysql", "9.2.0", repo, "deployed") in rows
     sub_statuses = StatusStore(hub.js, "subscriptions-status", SubscriptionStatus)
 
     async def aggregated() -> SubscriptionStatus | None:
