@@ -57,7 +57,7 @@ def chart_args(spec: HelmOptions) -> list[str]:
     return args + (["--version", spec.version] if spec.version else [])
 
 
-def _flags(spec: HelmOptions, *, install: bool) -> list[str]:
+def action_flags(spec: HelmOptions, *, install: bool) -> list[str]:
     chosen = {
         "--wait": spec.wait,
         "--wait-for-jobs": spec.wait_for_job,
@@ -156,7 +156,7 @@ class Helm:
             *chart_args(spec),
             "--namespace",
             namespace,
-            *_flags(spec, install=install),
+            *action_flags(spec, install=install),
             f"--labels={APPLIED_BY_DESCRIPTION}={owner_hash(owner)}",
             "--values=-",
             "--output=json",
