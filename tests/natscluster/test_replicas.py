@@ -5,6 +5,7 @@ for R3 says why not, and a bucket survives the loss of the server that led it.""
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 
 import nats
 import pytest
@@ -28,33 +29,36 @@ from nats.js.api import KeyValueConfig
 R3 = StoreLayout(replicas=3)
 
 
+@pytest.fixture
+async def cluster_js(nats_cluster: NatsCluster) -> AsyncIterator[JetStreamContext]:
+    """JetStream on the 3-server cluster, through a service's Connection (every URL)."""
+    conn = Connection(nats_cluster.url, "pytest")
+    yield (await conn.connect(timeout=10)).jetstream()
+    await conn.close()
+
+
 async def replicas_of(js: JetStreamContext, stream: str) -> int:
     return int((await js.stream_info(stream)).config.num_replicas or 1)
 
 
-async def test_every_bucket_and_stream_is_r3_on_a_cluster(nats_cluster: NatsCluster) -> None:
-    conn = Connection(nats_cluster.url, "pytest")
-    js = (await conn.connect(timeout=10)).jetstream()
-    try:
-        await ensure_buckets(js, R3)
-        await ensure_registration_buckets(js, R3)
-        streams = [kv_stream(bucket.name) for bucket in BUCKETS] + [EVENTS_STREAM]
-        found = {stream: await replicas_of(js, stream) for stream in streams}
-        assert found == dict.fromkeys(streams, 3)
-        info = await js.stream_info(EVENTS_STREAM)
-        assert info.cluster is not None and info.cluster.leader
-        assert len(info.cluster.replicas or []) == 2, "a leader and two followers"
-        # Another service with the default layout (1) leaves them at 3.
-        await ensure_buckets(js)
-        await ensure_registration_buckets(js)
-        assert {stream: await replicas_of(js, stream) for stream in streams} == dict.fromkeys(streams, 3)
-    finally:
-        await conn.close()
+async def test_every_bucket_and_stream_is_r3_on_a_cluster(cluster_js: JetStreamContext) -> None:
+    js = cluster_js
+    await ensure_buckets(js, R3)
+    await ensure_registration_buckets(js, R3)
+    streams = [kv_stream(bucket.name) for bucket in BUCKETS] + [EVENTS_STREAM]
+    found = {stream: await replicas_of(js, stream) for stream in streams}
+    assert found == dict.fromkeys(streams, 3)
+    info = await js.stream_info(EVENTS_STREAM)
+    assert info.cluster is not None and info.cluster.leader
+    assert len(info.cluster.replicas or []) == 2, "a leader and two followers"
+    # Another service with the default layout (1) leaves them at 3.
+    await ensure_buckets(js)
+    await ensure_registration_buckets(js)
+    assert {stream: await replicas_of(js, stream) for stream in streams} == dict.fromkeys(streams, 3)
 
 
-async def test_an_r1_bucket_made_earlier_is_scaled_to_the_configured_replicas(nats_cluster: NatsCluster) -> None:
-    conn = Connection(nats_cluster.url, "pytest")
-    js = (await conn.connect(timeout=10)).jetstream()
+async def test_an_r1_bucket_made_earlier_is_scaled_to_the_configured_replicas(cluster_js: JetStreamContext) -> None:
+    js = cluster_js
     name = f"old-{uuid.uuid4().hex[:8]}"
     try:
         kv = await js.create_key_value(KeyValueConfig(bucket=name, history=1, replicas=1))
@@ -64,7 +68,6 @@ async def test_an_r1_bucket_made_earlier_is_scaled_to_the_configured_replicas(na
         assert (await kv.get("kept")).value == b"before", "scaling keeps the data"
     finally:
         await js.delete_key_value(name)
-        await conn.close()
 
 
 async def test_a_single_server_asked_for_r3_names_the_stream_and_the_setting(private_nats: NatsServer) -> None:
@@ -79,9 +82,10 @@ async def test_a_single_server_asked_for_r3_names_the_stream_and_the_setting(pri
         await nc.close()
 
 
-async def test_an_r3_bucket_survives_its_leader_dying_and_the_server_catches_up(nats_cluster: NatsCluster) -> None:
-    conn = Connection(nats_cluster.url, "pytest")
-    js = (await conn.connect(timeout=10)).jetstream()
+async def test_an_r3_bucket_survives_its_leader_dying_and_the_server_catches_up(
+    nats_cluster: NatsCluster, cluster_js: JetStreamContext
+) -> None:
+    js = cluster_js
     name = f"chaos-{uuid.uuid4().hex[:8]}"
     kv = await js.create_key_value(KeyValueConfig(bucket=name, history=1, replicas=3))
     try:
@@ -115,4 +119,3 @@ async def test_an_r3_bucket_survives_its_leader_dying_and_the_server_catches_up(
         assert keys == {f"k{i}" for i in range(100)} | {"after"}, "nothing written before or during the loss is lost"
     finally:
         await js.delete_key_value(name)
-        await conn.close()

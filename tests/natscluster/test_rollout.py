@@ -4,6 +4,7 @@ written twice, and the services (given every server's URL) carry on over the oth
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,27 +20,22 @@ from clusternet_nats.testing.waiting import eventually
 from ..e2e.conftest import APPS, HubClient, cnet, owned_by
 
 CLUSTERS = 4
-APP = """
-apiVersion: v1
-kind: ConfigMap
-metadata: {{name: {name}, namespace: default}}
-data: {{written: before-the-kill}}
----
-apiVersion: apps.clusternet.io/v1alpha1
-kind: Subscription
-metadata: {{name: {name}, namespace: default}}
-spec:
-  subscribers:
-    - clusterAffinity:
-        matchExpressions: [{{key: clusters.clusternet.io/cluster-id, operator: Exists}}]
-  feeds:
-    - {{apiVersion: v1, kind: ConfigMap, name: {name}, namespace: default}}
-"""
+EVERY_CLUSTER = {"matchExpressions": [{"key": "clusters.clusternet.io/cluster-id", "operator": "Exists"}]}
 
 
 def write_app(tmp_path: Path, name: str) -> Path:
+    """A ConfigMap and a Subscription sending it to every cluster (JSON documents: YAML reads them)."""
+    meta = {"name": name, "namespace": "default"}
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"written": name}}
+    feed = {"apiVersion": "v1", "kind": "ConfigMap", **meta}
+    subscription = {
+        "apiVersion": "apps.clusternet.io/v1alpha1",
+        "kind": "Subscription",
+        "metadata": meta,
+        "spec": {"subscribers": [{"clusterAffinity": EVERY_CLUSTER}], "feeds": [feed]},
+    }
     path = tmp_path / f"{name}.yaml"
-    path.write_text(APP.format(name=name))
+    path.write_text("\n---\n".join(json.dumps(doc) for doc in (config_map, subscription)))
     return path
 
 
