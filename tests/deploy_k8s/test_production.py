@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 import yaml
+from clusternet_nats.hub import natsinit
 from clusternet_nats.hub.natsinit import ROUTES_CONF
 from clusternet_nats.runtime import natsconf
 from clusternet_nats.testing.kube import ControlPlane
-from clusternet_nats.testing.natsserver import free_port
+from clusternet_nats.testing.natsserver import free_port, nats_server_binary
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "k8s"
 NAMESPACE = "clusternet-system"
@@ -218,3 +219,28 @@ async def test_agent_applies_what_descriptions_carry_and_cannot_escalate(
     child: ControlPlane, allowed: bool, what: tuple[str, ...]
 ) -> None:
     assert await can(child, sa("clusternet-agent"), *what) is allowed
+
+
+async def test_the_kubernetes_nats_conf_parses_with_the_init_jobs_secret(tmp_path: Path) -> None:
+    """deploy/k8s/parent/nats.conf as committed, beside the keys the init Job puts in the Secret
+    (paths moved from /etc/nats to the test's): nats-server accepts it, routes and all."""
+    state = tmp_path / "state"
+    natsinit.ensure_state(state, [])
+    files = {**natsinit.read_state(state), **natsinit.derived(natsinit.read_state(state))}
+    secrets_dir = tmp_path / "secrets"
+    secrets_dir.mkdir()
+    for key in ("auth.conf", ROUTES_CONF, "leaf.crt", "leaf.key"):
+        (secrets_dir / key).write_bytes(files[key])
+    text = (DEPLOY / "parent" / "nats.conf").read_text()
+    assert text == natsconf.render(natsconf.KUBERNETES)
+    (tmp_path / "nats.conf").write_text(text.replace(natsconf.SECRETS_DIR, str(secrets_dir)))
+    result = await asyncio.to_thread(
+        subprocess.run,
+        [nats_server_binary(), "-t", "-c", str(tmp_path / "nats.conf")],
+        capture_output=True,
+        text=True,
+        env={"POD_NAME": "nats-0"},
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "nats-route://route:" in files[ROUTES_CONF].decode()
