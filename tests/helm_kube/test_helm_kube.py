@@ -337,6 +337,9 @@ async def test_a_failed_atomic_upgrade_is_rolled_back_and_reported(
         assert status.phase is DescriptionPhase.FAILURE
         assert status.reason is not None and f"HelmRelease {desc.namespace}/app-helm-default-{name}" in status.reason
         assert "rolled back" in status.reason or "rollback" in status.reason.lower()
+        [reported] = status.manifest_statuses or []
+        observed = reported.observed_status or {}
+        assert observed["phase"] == "failed" and "UPGRADE FAILED" in observed["notes"]
 
         release = await _release(plane, name, target)
         assert release is not None and release["info"]["status"] == "deployed"

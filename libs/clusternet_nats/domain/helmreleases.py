@@ -26,6 +26,10 @@ from clusternet_nats.api.apps import (
 from clusternet_nats.api.meta import ObjectMeta
 from pydantic import ValidationError
 
+DEPLOYED = "deployed"
+FAILED = "failed"
+"""Helm's release statuses (`helm.sh/helm/v3/pkg/release.Status`) that decide availability."""
+
 
 def release_object_name(description: str, chart: ChartReference) -> str:
     """Clusternet's GenerateHelmReleaseName."""

@@ -21,7 +21,7 @@ from clusternet_nats.api.apps import (
     HelmReleaseStatus,
     ManifestStatus,
 )
-from clusternet_nats.domain.helmreleases import ChartRelease, chart_status, releases_of
+from clusternet_nats.domain.helmreleases import FAILED, ChartRelease, chart_status, releases_of
 
 
 def _decode_manifests(raw: list[bytes]) -> tuple[list[RawObject], list[str]]:
@@ -49,7 +49,7 @@ class DescriptionApplier:
         if desc.spec.deployer is DeployerType.HELM:
             releases, failures = releases_of(desc)
             outcome = await self.backend.install_releases(key, [release for _, release in releases])
-            manifest_statuses = await self._chart_statuses(releases, outcome)
+            manifest_statuses = await self._chart_statuses(releases, outcome, failures + outcome.failures)
         else:
             manifests, failures = _decode_manifests(desc.spec.raw or [])
             outcome = await self.backend.apply(key, manifests)
@@ -67,8 +67,11 @@ class DescriptionApplier:
         """Deletes everything Description `key` applied; returns what went."""
         return await self.backend.prune(key, ())
 
-    async def _chart_statuses(self, releases: list[ChartRelease], outcome: ApplyOutcome) -> list[ManifestStatus]:
-        """Each installed chart's release status (matched by target namespace and release name)."""
+    async def _chart_statuses(
+        self, releases: list[ChartRelease], outcome: ApplyOutcome, failures: list[str]
+    ) -> list[ManifestStatus]:
+        """Each chart's release status (installed ones matched by target namespace and release
+        name); one that failed is `failed` with helm's error as notes, as Clusternet reports it."""
         installed = {(ref.namespace, ref.name): ref for ref in outcome.applied}
         statuses = []
         for chart, release in releases:
@@ -76,6 +79,9 @@ class DescriptionApplier:
             observed = await self.backend.observed_status(ref) if ref is not None else None
             if observed is not None:
                 statuses.append(chart_status(chart, HelmReleaseStatus.model_validate(observed)))
+            elif ref is None:
+                named = [f for f in failures if release.namespaced_name() in f] or failures
+                statuses.append(chart_status(chart, HelmReleaseStatus(phase=FAILED, notes="; ".join(named) or None)))
         return statuses
 
     async def _manifest_statuses(self, outcome: ApplyOutcome) -> list[ManifestStatus]:

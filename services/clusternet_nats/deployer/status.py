@@ -1,7 +1,8 @@
 """A Subscription's status from its Descriptions' statuses, as Clusternet's aggregatestatus.
 
 `completedReleases` counts the bound clusters whose Descriptions all succeeded; each feed gets its
-per-cluster status (present in a Description's manifestStatuses = available; workload replica
+per-cluster status (present in a Description's manifestStatuses = available; a HelmChart once
+its release is deployed; workload replica
 counters read from the observed status) and their sum. Zero counters are left out, as
 Clusternet's `omitempty` leaves them out of its JSON.
 """
@@ -17,12 +18,14 @@ from clusternet_nats.api.apps import (
     DescriptionStatus,
     FeedStatus,
     FeedStatusPerCluster,
+    HelmChart,
     ManifestStatus,
     ReplicaStatus,
     SubscriptionStatus,
 )
 from clusternet_nats.api.meta import Feed
 from clusternet_nats.domain.feeds import names_object
+from clusternet_nats.domain.helmreleases import DEPLOYED
 
 # Which observed-status counters Clusternet reads, per workload kind and apiVersion.
 WORKLOAD_COUNTERS: dict[tuple[str, str], tuple[str, ...]] = {
@@ -78,6 +81,13 @@ def _counters(status: ManifestStatus) -> dict[str, int]:
     }
 
 
+def _available(status: ManifestStatus) -> bool:
+    # A HelmChart feed is reported as its release: available once that is deployed.
+    if status.kind == HelmChart.KIND:
+        return (status.observed_status or {}).get("phase") == DEPLOYED
+    return True
+
+
 def _per_cluster(feed: Feed, release: Release) -> FeedStatusPerCluster:
     found = next(
         (
@@ -92,7 +102,7 @@ def _per_cluster(feed: Feed, release: Release) -> FeedStatusPerCluster:
     return FeedStatusPerCluster(
         cluster_id=release.cluster_id,
         cluster_name=release.cluster_name,
-        available=found is not None,
+        available=found is not None and _available(found),
         replica_status=_replica_status(_counters(found)) if found is not None else None,
     )
 

@@ -1,7 +1,8 @@
 """HelmReleases installed into the child with the real `helm` binary, as Clusternet's agent does.
 
-Each release is looked up first (`helm status`): absent, it is installed (`--atomic` when the
-release asks for it); present with other values, another chart version, or not deployed, it is
+Each release is looked up first (`helm list`, `helm get values`): absent, it is installed
+(`--atomic` when the release asks for it; an atomic release left undeployed is uninstalled and
+installed afresh, as Clusternet's agent does); present with other values, another chart version, or not deployed, it is
 upgraded (`--atomic` when `upgradeAtomic`: Helm rolls a failed upgrade back itself); otherwise
 left alone, so re-deploying an unchanged Description adds no revision. Releases carry the owner
 label (`--labels`, kept on Helm's release Secrets), which `helm list --selector` finds them by
@@ -22,11 +23,10 @@ from clusternet_nats.agent.backends.base import ObjectRef
 from clusternet_nats.agent.backends.kube.ownership import Kind, owner_hash
 from clusternet_nats.api.apps import HelmOptions, HelmRelease, HelmReleaseStatus
 from clusternet_nats.api.labels import APPLIED_BY_DESCRIPTION
-from clusternet_nats.domain.helmreleases import values_of
+from clusternet_nats.domain.helmreleases import DEPLOYED, values_of
 
 RELEASE_KIND: Kind = ("helm.sh/v3", "Release")
 """How the owner records and ApplyOutcome name a Helm release (it is no API kind)."""
-DEPLOYED = "deployed"
 MAX_HISTORY = 5
 """Revisions Helm keeps per release on upgrade (`--history-max`; Clusternet's agent keeps 5)."""
 
@@ -148,6 +148,11 @@ class Helm:
             current = await self.status(name, namespace)
             if current is not None:
                 return status_of(current)
+        if listed is not None and spec.atomic and listed.get("status") != DEPLOYED:
+            # Clusternet's agent: an atomic release that is not deployed is installed afresh.
+            api_version, kind = RELEASE_KIND
+            await self.uninstall(ObjectRef(api_version, kind, namespace, name))
+            listed = None
         install = listed is None
         verb = ["install"] if install else ["upgrade", f"--history-max={MAX_HISTORY}"]
         out = await self._run(
