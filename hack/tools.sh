@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Provides the real binaries the tests run against — etcd, kube-apiserver,
-# kube-controller-manager, kubectl, helm and the NATS CLI — built from Go modules
+# kube-controller-manager, kubectl, helm, the NATS CLI and an OCI registry (for chart
+# tests) — built from Go modules
 # with this machine's Go, because the module proxy is the only place we may get
 # them from. Each tool is cached by version under
 #   ${CNET_TOOLS_DIR:-$HOME/.cache/clusternet-nats/tools}/<tool>-<version>/
 # so a second run only prints where the binaries are ("name=path" per line).
 #
-# Usage: hack/tools.sh [tool...]    tools: kubernetes etcd helm nats (default: all)
+# Usage: hack/tools.sh [tool...]    tools: kubernetes etcd helm nats registry (default: all)
 set -euo pipefail
 
 K8S_VERSION=v1.34.4
@@ -14,6 +15,7 @@ K8S_STAGING_VERSION=v0.34.4
 ETCD_VERSION=v3.6.16
 HELM_VERSION=v3.19.0
 NATSCLI_VERSION=v0.5.0
+REGISTRY_VERSION=v3.1.2
 
 TOOLS_DIR=${CNET_TOOLS_DIR:-$HOME/.cache/clusternet-nats/tools}
 mkdir -p "$TOOLS_DIR"
@@ -136,14 +138,21 @@ build_nats() {
     go_install "$1" "$2" github.com/nats-io/natscli github.com/nats-io/natscli/nats "$3" "-s -w"
 }
 
+# CNCF distribution's registry: an OCI registry tests push charts to with `helm push`.
+build_registry() {
+    go_install "$1" "$2" github.com/distribution/distribution/v3 \
+        github.com/distribution/distribution/v3/cmd/registry "$3" "-s -w"
+}
+
 tools=("$@")
-[[ ${#tools[@]} -gt 0 ]] || tools=(kubernetes etcd helm nats)
+[[ ${#tools[@]} -gt 0 ]] || tools=(kubernetes etcd helm nats registry)
 for tool in "${tools[@]}"; do
     case $tool in
     kubernetes) build kubernetes "$K8S_VERSION" kube-apiserver kube-controller-manager kubectl ;;
     etcd) build etcd "$ETCD_VERSION" etcd ;;
     helm) build helm "$HELM_VERSION" helm ;;
     nats) build nats "$NATSCLI_VERSION" nats ;;
-    *) fail "$tool" "unknown tool (known: kubernetes etcd helm nats)" ;;
+    registry) build registry "$REGISTRY_VERSION" registry ;;
+    *) fail "$tool" "unknown tool (known: kubernetes etcd helm nats registry)" ;;
     esac
 done

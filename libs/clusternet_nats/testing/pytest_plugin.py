@@ -3,7 +3,9 @@
 Tests share one server and stay apart by using their own namespaces (`unique_ns`); a test
 that restarts NATS asks for `private_nats` instead. Kubernetes control planes (`kube_parent`,
 `kube_children`) are real etcd + kube-apiserver processes, started once per session and only
-when a test asks for them; `kube_tools` builds the binaries first if they are not cached.
+when a test asks for them; `kube_tools` builds the binaries first if they are not cached. Chart
+sources (`chart_repo`: a classic repository, `oci_registry`: an OCI registry) serve the test
+chart `greeter` 0.1.0 and 0.2.0 (testing/charts.py), also once per session and only when asked.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from clusternet_nats.testing.charts import GREETER, ChartRepo, OciRegistry, package_chart
 from clusternet_nats.testing.kube import ControlPlane
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.tools import Tools, ensure_tools
@@ -93,3 +96,29 @@ def kube_children(kube_tools: Tools, tmp_path_factory: pytest.TempPathFactory) -
     finally:
         for plane in planes:
             plane.stop()
+
+
+CHART_VERSIONS = ("0.1.0", "0.2.0")
+
+
+@pytest.fixture(scope="session")
+def chart_repo(kube_tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChartRepo]:
+    """A classic chart repository (no auth) serving `greeter` 0.1.0 and 0.2.0."""
+    repo = ChartRepo(kube_tools.helm, tmp_path_factory.mktemp("chart-repo"))
+    for version in CHART_VERSIONS:
+        repo.add_chart(GREETER, version)
+    yield repo.start()
+    repo.stop()
+
+
+@pytest.fixture(scope="session")
+def oci_registry(kube_tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OciRegistry]:
+    """An OCI registry (plain HTTP) holding `greeter` 0.1.0 and 0.2.0 at `oci_registry.url`."""
+    workdir = tmp_path_factory.mktemp("oci-registry")
+    registry = OciRegistry(kube_tools.registry, kube_tools.helm, workdir).start()
+    try:
+        for version in CHART_VERSIONS:
+            registry.push(package_chart(kube_tools.helm, workdir, GREETER, version, workdir / "packages"))
+        yield registry
+    finally:
+        registry.stop()

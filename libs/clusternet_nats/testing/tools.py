@@ -1,5 +1,5 @@
 """Paths of the real binaries tests run: etcd, kube-apiserver, kube-controller-manager, kubectl,
-helm and the NATS CLI.
+helm, the NATS CLI and an OCI registry (CNCF distribution's, for chart tests).
 
 They are built from Go modules by `hack/tools.sh` (the module proxy is the only place this
 project may get them from) and cached by version outside the repo; asking for them here runs
@@ -29,6 +29,7 @@ class Tools:
     kubectl: Path
     helm: Path
     nats: Path
+    registry: Path
 
 
 def _parse(output: str) -> Tools:

@@ -16,6 +16,7 @@ from clusternet_nats.hub.app import make_app
 from clusternet_nats.hub.auth.options import Security, SecurityOptions
 from clusternet_nats.hub.clusterhealth import ClusterHealth
 from clusternet_nats.hub.feedinventory import FeedInventoryController
+from clusternet_nats.hub.helmcharts import HelmChartController
 from clusternet_nats.runtime.service import ServiceContext
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
@@ -78,6 +79,7 @@ async def build(
     server = HubServer(ctx, listen, security or SecurityOptions())
     ClusterHealth(ctx)
     FeedInventoryController(ctx)
+    HelmChartController(ctx)
     await server.start()
     ctx.run_forever(server.serve_until_cancelled)
     return server
