@@ -68,6 +68,7 @@ class Renderer:
     def __init__(self, binary: str | Path, work_dir: Path | None = None, concurrency: int = 2) -> None:
         self.binary = str(binary)
         self.work_dir = work_dir or Path(tempfile.mkdtemp(prefix="cnet-helm-"))
+        self.work_dir.mkdir(parents=True, exist_ok=True)
         self._slots = asyncio.Semaphore(concurrency)
         self._archives: dict[ChartRef, asyncio.Task[tuple[Path, str]]] = {}
         self._rendered: dict[tuple[str, str, str, str], asyncio.Task[Rendered]] = {}
@@ -101,7 +102,9 @@ class Renderer:
     async def _pull(self, ref: ChartRef, auth: Credentials | None) -> tuple[Path, str]:
         dest = Path(tempfile.mkdtemp(prefix="pull-", dir=self.work_dir))
         creds = ["--username", auth.username, "--password", auth.password] if auth else []
-        await self._helm("pull", *ref.pull_args(), *creds, "--insecure-skip-tls-verify", "--destination", str(dest))
+        # Clusternet skips TLS verification for chart sources; with --plain-http helm would then try TLS
+        insecure = [] if ref.plain_http else ["--insecure-skip-tls-verify"]
+        await self._helm("pull", *ref.pull_args(), *creds, *insecure, "--destination", str(dest))
         self.pulls += 1
         archive, digest = await asyncio.to_thread(_digest_of_pulled, dest)
         log.info("helm.pulled", repo=ref.repo, chart=ref.chart, version=ref.version, digest=digest)

@@ -96,6 +96,9 @@ def agent(
     app_pusher: Annotated[
         bool, _option("--app-pusher", "Clusternet's AppPusher feature gate: let the hub deploy (Push, Dual).")
     ] = False,
+    helm_binary: Annotated[
+        Path | None, _option("--helm-binary", "helm for charts: installs (kube), renders (sim). Default: PATH.")
+    ] = None,
     backend: Annotated[Backend, _option("--backend", "sim: simulated clusters; kube: a real cluster.")] = Backend.SIM,
     kubeconfig: Annotated[
         Path | None,
@@ -139,6 +142,7 @@ def agent(
         state_dir=state_dir,
         report_frequency=report_frequency,
         backend=backend,
+        helm_binary=helm_binary,
         kubeconfig=kubeconfig,
         registration=registration,
         status=StatusSettings(

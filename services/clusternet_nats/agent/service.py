@@ -22,6 +22,7 @@ from clusternet_nats.agent.heartbeat import DEFAULT_REPORT_FREQUENCY
 from clusternet_nats.agent.identity import ClusterIdentity, simulated_clusters, single_cluster
 from clusternet_nats.agent.registration import Enrollment, RegistrationSettings
 from clusternet_nats.api.clusters import ClusterSyncMode
+from clusternet_nats.helm.render import Renderer, find_helm
 from clusternet_nats.runtime.service import CommonOptions, ServiceContext
 
 SERVICE = "clusternet-agent"
@@ -51,6 +52,9 @@ class AgentOptions:
     backend: Backend = Backend.SIM
     kubeconfig: Path | None = None
     """The kube backend's cluster; None: the pod's service account (in-cluster)."""
+    helm_binary: Path | None = None
+    """helm for charts (the kube backend installs with it, simulated clusters render with it);
+    None: `helm` on PATH. Simulated clusters without one record releases without rendering."""
     registration: RegistrationSettings | None = None
     """Registration mode (a bootstrap token was given); None: pre-provisioned identities."""
 
@@ -83,10 +87,15 @@ class Agent:
             options.identities()  # validates; the real identity needs the cluster's id, see `run`
             self.clusters: list[ClusterAgent] = []
             return
+        helm = find_helm(options.helm_binary)
+        if helm is None:
+            log.warning("agent.no_helm", detail="no --helm-binary, no helm on PATH: charts recorded, not rendered")
+        # one renderer for every simulated cluster: a chart with the same values renders once
+        renderer = Renderer(helm, options.state_dir / "helm" if options.state_dir else None) if helm else None
         self.clusters = [
             ClusterAgent(
                 ident,
-                SimCluster(ident.name, options.sizing, options.state_dir),
+                SimCluster(ident.name, options.sizing, options.state_dir, renderer),
                 options.report_frequency,
                 options.status,
                 options.enrollment(ident),
@@ -120,7 +129,7 @@ class Agent:
 
     async def _kube_cluster(self) -> ClusterAgent:
         """A real cluster's id is the cluster's own (as Clusternet's), so its agent is built once it answers."""
-        backend = KubeCluster(self.options.kubeconfig)
+        backend = KubeCluster(self.options.kubeconfig, find_helm(self.options.helm_binary) or "helm")
         try:
             cluster_id = self.options.cluster_id or await backend.wait_cluster_id()
         except BaseException:

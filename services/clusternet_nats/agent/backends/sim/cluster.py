@@ -3,8 +3,12 @@
 It implements `ClusterBackend` well enough that everything above it (applying, pruning,
 status reporting, heartbeats) runs as it would against Kubernetes, in milliseconds and with
 no cluster: objects are admitted and stamped, workloads get pods placed on sized nodes and
-report replicas from that, Helm charts become recorded releases. Nothing here awaits between
-reading and writing its tables, so concurrent reconciles see each other's changes whole.
+report replicas from that. Helm charts are rendered for real when the cluster has a `Renderer`
+(`helm template` with the release's values, cached across clusters: libs/helm/render.py) and
+their objects stored like applied ones, labelled with their release, so workloads report
+replicas from the chart's own Deployments; without one (no helm binary) a release is only
+recorded. Nothing here awaits between reading and writing its tables (a render completes
+before the writes start), so concurrent reconciles see each other's changes whole.
 """
 
 from __future__ import annotations
@@ -31,10 +35,15 @@ from clusternet_nats.agent.backends.sim.persistence import StateFile
 from clusternet_nats.agent.backends.sim.store import ObjectTable, SimObject
 from clusternet_nats.api.apps import HelmRelease
 from clusternet_nats.api.labels import APPLIED_BY_DESCRIPTION
+from clusternet_nats.api.loader import CLUSTER_SCOPED_KINDS
+from clusternet_nats.domain.helmreleases import values_of
+from clusternet_nats.helm.render import ChartRef, HelmError, Rendered, Renderer
 
 K8S_VERSION = "v1.30.0-sim"
 PLATFORM = "linux/amd64"
 RELEASE_API_VERSION = "helm.sim.clusternet.io/v1"
+RELEASE_LABEL = "helm.sim.clusternet.io/release"
+"""On each object a release rendered: `<namespace>.<release name>` (Helm keeps this in its manifest)."""
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 """Present in every cluster, and never deleted: Kubernetes forbids it."""
 
@@ -42,8 +51,11 @@ log = structlog.get_logger(__name__)
 
 
 class SimCluster:
-    def __init__(self, name: str, sizing: nodes.Sizing, state_dir: Path | None = None) -> None:
+    def __init__(
+        self, name: str, sizing: nodes.Sizing, state_dir: Path | None = None, renderer: Renderer | None = None
+    ) -> None:
         self.name = name
+        self.renderer = renderer
         self.nodes = sizing.build(name)
         self.objects = ObjectTable()
         self._state = StateFile(state_dir / f"{name}.json", self.objects.snapshot) if state_dir else None
@@ -91,6 +103,11 @@ class SimCluster:
         for release in releases:
             spec, namespace = release.spec, release.spec.target_namespace
             ref = ObjectRef(RELEASE_API_VERSION, "Release", namespace, spec.release_name or release.name)
+            try:
+                rendered = await self._render(release, ref)
+            except HelmError as err:
+                outcome.failures.append(f"{ref}: {err}")
+                continue
             if self.objects.get(namespace_ref(namespace)) is None:
                 if not spec.create_namespace:
                     outcome.failures.append(f'{ref}: namespaces "{namespace}" not found')
@@ -103,6 +120,12 @@ class SimCluster:
                 "metadata": {"name": ref.name, "namespace": namespace, "labels": {APPLIED_BY_DESCRIPTION: owner}},
                 "spec": spec.to_json_dict(),
             }
+            if rendered is not None:
+                try:
+                    changed |= self._install_rendered(owner, ref, rendered)
+                except AdmissionError as err:
+                    outcome.failures.append(f"{ref}: {err}")
+                    continue
             if self.objects.put(ref, body):
                 changed.add(ref)
                 obj = self.objects.get(ref)
@@ -112,8 +135,38 @@ class SimCluster:
         self._changed(owner, changed)
         return outcome
 
+    async def _render(self, release: HelmRelease, ref: ObjectRef) -> Rendered | None:
+        if self.renderer is None:
+            return None
+        spec = release.spec
+        chart = ChartRef(spec.repo, spec.chart, spec.version, bool(spec.plain_http))
+        return await self.renderer.render(chart, ref.name, ref.namespace, values_of(release))
+
+    def _install_rendered(self, owner: str, release: ObjectRef, rendered: Rendered) -> set[ObjectRef]:
+        """Stores what the chart rendered (all or nothing, as an atomic install) and deletes what
+        an earlier revision rendered and this one does not; the refs changed."""
+        mark = _release_mark(release)
+        admitted: list[tuple[ObjectRef, dict[str, Any]]] = []
+        for manifest in rendered:
+            meta = manifest.setdefault("metadata", {})
+            if not meta.get("namespace") and manifest.get("kind") not in CLUSTER_SCOPED_KINDS:
+                meta["namespace"] = release.namespace
+        for raw in install_order(rendered):
+            ref, body = admit(self.objects, owner, raw)
+            body["metadata"]["labels"][RELEASE_LABEL] = mark
+            admitted.append((ref, body))
+        changed = {ref for ref, body in admitted if self.objects.put(ref, body)}
+        kept = {ref for ref, _ in admitted}
+        for obj in self.objects:
+            if _release_of(obj) == mark and obj.ref not in kept:
+                changed |= {o.ref for o in self._delete(obj.ref)}
+        return changed
+
     async def prune(self, owner: str, keep: Collection[ObjectRef]) -> list[ObjectRef]:
-        doomed = delete_order([o.ref for o in self.objects if o.owner == owner and o.ref not in keep])
+        releases = {_release_mark(ref) for ref in keep if ref.api_version == RELEASE_API_VERSION}
+        doomed = delete_order(
+            [o.ref for o in self.objects if o.owner == owner and o.ref not in keep and _release_of(o) not in releases]
+        )
         gone: list[SimObject] = []
         disowned: set[ObjectRef] = set()
         for ref in doomed:
@@ -207,3 +260,12 @@ class SimCluster:
         for owner in sorted(owners):
             for listener in self._listeners:
                 listener(owner)
+
+
+def _release_mark(release: ObjectRef) -> str:
+    return f"{release.namespace}.{release.name}"
+
+
+def _release_of(obj: SimObject) -> str | None:
+    labels: dict[str, str] = obj.body.get("metadata", {}).get("labels") or {}
+    return labels.get(RELEASE_LABEL)
