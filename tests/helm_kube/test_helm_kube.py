@@ -1,6 +1,6 @@
-"""Helm Descriptions installed for real by the kube backend: the `helm` binary, a chart repository
-the test serves (a chart built by `helm package`, a static index.yaml), two real child control
-planes with different values each.
+"""Helm Descriptions installed for real by the kube backend: the `helm` binary, the test's own chart
+sources (testing.charts: `greeter` built by `helm package`, served as a classic repository and
+pushed to an OCI registry), two real child control planes with different values each.
 
 The control planes have no kubelet, so pods never run: releases use `wait: false` (Helm judges
 them by what the API server accepted), except where a wait that cannot succeed is the point (an
@@ -12,12 +12,9 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 from clusternet_nats.agent.applier import DescriptionApplier
 from clusternet_nats.agent.backends.kube import KubeCluster
 from clusternet_nats.agent.service import Agent, AgentOptions, Backend
@@ -35,6 +32,7 @@ from clusternet_nats.api.apps import (
 )
 from clusternet_nats.domain.names import short_hash
 from clusternet_nats.store import StatusStore, object_key
+from clusternet_nats.testing.charts import GREETER, ChartRepo, OciRegistry
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.kube import ControlPlane
 from clusternet_nats.testing.natsserver import NatsServer
@@ -42,66 +40,6 @@ from clusternet_nats.testing.tools import Tools, run_tool
 from clusternet_nats.testing.waiting import eventually
 
 from tests.deployer.test_deployer import Upstream
-
-CHART = "greeter"
-
-CONFIGMAP = """apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Release.Name }}-greeting
-data:
-  greeting: {{ .Values.greeting | quote }}
-  chartVersion: {{ .Chart.Version | quote }}
-"""
-
-DEPLOYMENT = """{{- if .Values.deployment }}
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: greeter}
-  template:
-    metadata:
-      labels: {app: greeter}
-    spec:
-      containers: [{name: web, image: nginx:1.27}]
-{{- end }}
-"""
-
-
-async def _package(tools: Tools, workdir: Path, version: str, out: Path) -> None:
-    chart = workdir / f"{CHART}-{version}"
-    (chart / "templates").mkdir(parents=True)
-    (chart / "Chart.yaml").write_text(f"apiVersion: v2\nname: {CHART}\nversion: {version}\n")
-    (chart / "values.yaml").write_text("greeting: hello\ndeployment: false\n")
-    (chart / "templates" / "configmap.yaml").write_text(CONFIGMAP)
-    (chart / "templates" / "deployment.yaml").write_text(DEPLOYMENT)
-    (chart / "templates" / "NOTES.txt").write_text("greeter {{ .Chart.Version }} says {{ .Values.greeting }}\n")
-    done = await run_tool(tools.helm, "package", chart, "--destination", out)
-    assert done.returncode == 0, done.stderr
-
-
-@pytest.fixture
-async def chart_repo(kube_tools: Tools, tmp_path: Path) -> AsyncIterator[str]:
-    """A classic Helm repository (index.yaml + packages) with greeter 0.1.0 and 0.2.0."""
-    served = tmp_path / "repo"
-    served.mkdir()
-    for version in ("0.1.0", "0.2.0"):
-        await _package(kube_tools, tmp_path / "src", version, served)
-    app = web.Application()
-    app.router.add_static("/", served)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    done = await run_tool(kube_tools.helm, "repo", "index", served, "--url", url)
-    assert done.returncode == 0, done.stderr
-    yield url
-    await runner.cleanup()
 
 
 def helm_description(chart: HelmChart, values: dict[str, Any]) -> Description:
@@ -139,12 +77,12 @@ async def _greeting(plane: ControlPlane, release: str, namespace: str) -> dict[s
 
 
 async def test_releases_install_with_each_clusters_values_upgrade_and_uninstall(
-    kube_children: list[ControlPlane], kube_tools: Tools, chart_repo: str
+    kube_children: list[ControlPlane], kube_tools: Tools, chart_repo: ChartRepo
 ) -> None:
     suffix = uuid.uuid4().hex[:6]
     name, target = f"greeter-{suffix}", f"apps-{suffix}"
     chart = HelmChart.new(
-        name, "default", spec=HelmOptions(repo=chart_repo, chart=CHART, version="0.1.0", target_namespace=target)
+        name, "default", spec=HelmOptions(repo=chart_repo.url, chart=GREETER, version="0.1.0", target_namespace=target)
     )
     backends = [KubeCluster(plane.kubeconfig, helm=kube_tools.helm) for plane in kube_children]
     appliers = [DescriptionApplier(backend) for backend in backends]
@@ -219,7 +157,7 @@ async def test_a_subscription_installs_with_each_clusters_localization_upgrades_
     deployer: None,
     kube_children: list[ControlPlane],
     kube_tools: Tools,
-    chart_repo: str,
+    chart_repo: ChartRepo,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Hub objects to releases: deployer (Descriptions, HelmReleases), two kube agents (helm on PATH)."""
@@ -227,7 +165,7 @@ async def test_a_subscription_installs_with_each_clusters_localization_upgrades_
     ns = hub.ns
     names = [f"one-{ns}", f"two-{ns}"]
     for name in names:
-        spec = {"repo": chart_repo, "chart": CHART, "version": "0.1.0", "targetNamespace": ns}
+        spec = {"repo": chart_repo.url, "chart": GREETER, "version": "0.1.0", "targetNamespace": ns}
         await hub.create(HelmChart.new(name, ns, spec=spec))
     feeds = [
         {"apiVersion": HelmChart.api_version_string(), "kind": "HelmChart", "namespace": ns, "name": name}
@@ -312,26 +250,28 @@ async def test_a_subscription_installs_with_each_clusters_localization_upgrades_
 
 
 async def test_a_failed_atomic_upgrade_is_rolled_back_and_reported(
-    kube_children: list[ControlPlane], kube_tools: Tools, chart_repo: str
+    kube_children: list[ControlPlane], kube_tools: Tools, chart_repo: ChartRepo
 ) -> None:
-    """With no kubelet a Deployment never becomes ready: waiting for it must time out."""
+    """With no kubelet a Deployment of 1 replica never becomes ready, so waiting for it times out;
+    one of 0 replicas is ready once kube-controller-manager made its ReplicaSet."""
     plane = kube_children[0]
+    await plane.start_controller_manager_async()
     suffix = uuid.uuid4().hex[:6]
     name, target = f"greeter-{suffix}", f"apps-{suffix}"
     chart = HelmChart.new(
-        name, "default", spec=HelmOptions(repo=chart_repo, chart=CHART, version="0.1.0", target_namespace=target)
+        name, "default", spec=HelmOptions(repo=chart_repo.url, chart=GREETER, version="0.1.0", target_namespace=target)
     )
     backend = KubeCluster(plane.kubeconfig, helm=kube_tools.helm)
     await backend.start()
     applier = DescriptionApplier(backend)
     try:
-        desc = helm_description(chart, {"greeting": "first"})
+        desc = helm_description(chart, {"greeting": "first", "replicas": 0})
         status = await applier.deploy(desc.namespaced_name(), desc)
         assert status.phase is DescriptionPhase.SUCCESS, status.reason
 
         waiting = chart.model_copy(deep=True)
         waiting.spec.wait, waiting.spec.upgrade_atomic, waiting.spec.timeout_seconds = True, True, 3
-        failing = helm_description(waiting, {"greeting": "second", "deployment": True})
+        failing = helm_description(waiting, {"greeting": "second", "replicas": 1})
         failing.metadata = desc.metadata
         status = await applier.deploy(desc.namespaced_name(), failing)
         assert status.phase is DescriptionPhase.FAILURE
@@ -345,8 +285,29 @@ async def test_a_failed_atomic_upgrade_is_rolled_back_and_reported(
         assert release is not None and release["info"]["status"] == "deployed"
         assert release["version"] == 3  # 1 installed, 2 failed, 3 the rollback to 1
         assert await _greeting(plane, name, target) == {"greeting": "first", "chartVersion": "0.1.0"}
-        done = await plane.kubectl_async("get", "deployment", name, "-n", target)
-        assert done.returncode != 0 and "NotFound" in done.stderr
     finally:
         await applier.remove(desc.namespaced_name())
+        await backend.close()
+
+
+async def test_a_chart_from_an_oci_registry_is_installed_and_uninstalled(
+    kube_children: list[ControlPlane], kube_tools: Tools, oci_registry: OciRegistry
+) -> None:
+    plane = kube_children[1]
+    suffix = uuid.uuid4().hex[:6]
+    name, target = f"greeter-{suffix}", f"apps-{suffix}"
+    spec = HelmOptions.model_validate(
+        {"repo": oci_registry.url, "chart": GREETER, "version": "0.2.0", "targetNamespace": target, "plainHTTP": True}
+    )
+    backend = KubeCluster(plane.kubeconfig, helm=kube_tools.helm)
+    await backend.start()
+    applier = DescriptionApplier(backend)
+    try:
+        desc = helm_description(HelmChart.new(name, "default", spec=spec), {"greeting": "from oci"})
+        status = await applier.deploy(desc.namespaced_name(), desc)
+        assert status.phase is DescriptionPhase.SUCCESS, status.reason
+        assert await _greeting(plane, name, target) == {"greeting": "from oci", "chartVersion": "0.2.0"}
+        await applier.remove(desc.namespaced_name())
+        assert await _release(plane, name, target) is None
+    finally:
         await backend.close()
