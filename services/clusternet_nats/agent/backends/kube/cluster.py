@@ -29,11 +29,12 @@ from clusternet_nats.agent.backends.base import (
 )
 from clusternet_nats.agent.backends.kube import clusterid, facts
 from clusternet_nats.agent.backends.kube.applier import ManifestError, ServerSideApplier, describe, identify
-from clusternet_nats.agent.backends.kube.helm import RELEASE_KIND, Helm, HelmError, release_ref, status_of
+from clusternet_nats.agent.backends.kube.helm import RELEASE_KIND, Helm, release_ref, status_of
 from clusternet_nats.agent.backends.kube.ownership import AGENT_NAMESPACE, Kind, mark, owner_of, owner_selector
 from clusternet_nats.agent.backends.kube.records import Records
 from clusternet_nats.agent.backends.kube.watcher import StatusWatcher
 from clusternet_nats.api.apps import HelmRelease
+from clusternet_nats.helm.render import HelmError
 from clusternet_nats.kube.discovery import Discovery, Resource, UnknownKind
 from clusternet_nats.kube.rest import KubeApi, KubeError, connect
 

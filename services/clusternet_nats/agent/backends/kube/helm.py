@@ -24,6 +24,7 @@ from clusternet_nats.agent.backends.kube.ownership import Kind, owner_hash
 from clusternet_nats.api.apps import HelmOptions, HelmRelease, HelmReleaseStatus
 from clusternet_nats.api.labels import APPLIED_BY_DESCRIPTION
 from clusternet_nats.domain.helmreleases import DEPLOYED, values_of
+from clusternet_nats.helm.render import ChartRef, HelmError
 
 RELEASE_KIND: Kind = ("helm.sh/v3", "Release")
 """How the owner records and ApplyOutcome name a Helm release (it is no API kind)."""
@@ -31,10 +32,6 @@ MAX_HISTORY = 5
 """Revisions Helm keeps per release on upgrade (`--history-max`; Clusternet's agent keeps 5)."""
 
 log = structlog.get_logger(__name__)
-
-
-class HelmError(RuntimeError):
-    """helm failed; the message is its stderr."""
 
 
 def release_ref(release: HelmRelease) -> ObjectRef:
@@ -47,14 +44,8 @@ def release_name(release: HelmRelease) -> str:
 
 
 def chart_args(spec: HelmOptions) -> list[str]:
-    """The chart reference: `oci://registry/path/chart`, or `--repo URL chart`; its version."""
-    if spec.repo.startswith("oci://"):
-        args = [f"{spec.repo.rstrip('/')}/{spec.chart}"]
-        if spec.plain_http:
-            args.append("--plain-http")
-    else:
-        args = ["--repo", spec.repo, spec.chart]
-    return args + (["--version", spec.version] if spec.version else [])
+    """The chart reference and version as helm's pull, install and upgrade take them."""
+    return ChartRef(spec.repo, spec.chart, spec.version, bool(spec.plain_http)).pull_args()
 
 
 def action_flags(spec: HelmOptions, *, install: bool) -> list[str]:
