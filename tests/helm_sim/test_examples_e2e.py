@@ -6,7 +6,8 @@ Subscription's cluster id and the Localization's namespace at the test's first c
 examples' comments ask. The HelmChart is Found, every Description reaches Success, and each child
 holds the chart's own objects at the version its overrides give: 9.1.8 where the Localization
 applies, 9.1.0 (the Globalization's) elsewhere. The OCI example's HelmChart, pointed at an OCI
-registry the test runs (plain HTTP, so `plainHTTP: true` is added), is Found too."""
+registry the test runs (plain HTTP, so `plainHTTP: true` is added), is Found too; and the NFD
+example (scheduling-with-nfd/day0: a chart beside a Namespace and a NodeFeatureRule) succeeds."""
 
 from __future__ import annotations
 
@@ -34,6 +35,14 @@ def mysql_repo(kube_tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> I
     repo = ChartRepo(kube_tools.helm, tmp_path_factory.mktemp("mysql-repo"))
     for version in VERSIONS:
         repo.add_chart("mysql", version)
+    yield repo.start()
+    repo.stop()
+
+
+@pytest.fixture(scope="module")
+def nfd_repo(kube_tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChartRepo]:
+    repo = ChartRepo(kube_tools.helm, tmp_path_factory.mktemp("nfd-repo"))
+    repo.add_chart("node-feature-discovery", "0.11.2")
     yield repo.start()
     repo.stop()
 
@@ -164,3 +173,37 @@ async def test_the_oci_example_is_found(system: System, hub: HubClient, mysql_oc
         return ((await status()) or {}).get("phase") == "Found"
 
     await eventually(found, 30, what="the OCI HelmChart Found once its repo is right")
+
+
+async def test_the_nfd_example_succeeds(system: System, hub: HubClient, nfd_repo: ChartRepo, tmp_path: Path) -> None:
+    day0 = COMPAT / "scheduling-with-nfd" / "day0"
+    nfd_url = "https://kubernetes-sigs.github.io/node-feature-discovery/charts"
+    sub = yaml.safe_load((day0 / "subscription.yaml").read_text())
+    sub["spec"]["subscribers"] = [{"clusterAffinity": {}}]
+    (tmp_path / "subscription.yaml").write_text(yaml.safe_dump(sub))
+    files = [
+        rewritten(day0 / "helm-chart-nfd.yaml", tmp_path, {nfd_url: nfd_repo.url}),
+        day0 / "node-feature-rule.yaml",
+        day0 / "globalization.yaml",
+        tmp_path / "subscription.yaml",
+    ]
+    for path in files:
+        result = cnet(system, "apply", "-f", str(path))
+        assert result.returncode == 0, result.stderr + result.stdout
+
+    async def all_success() -> list[dict[str, Any]] | None:
+        descs = owned_by(await hub.items(f"{APPS}/descriptions"), "nfd-all-children")
+        phases = [(d.get("status") or {}).get("phase") for d in descs]
+        return descs if len(descs) == 4 and all(p == "Success" for p in phases) else None
+
+    await eventually(all_success, 90, what="every Description of nfd-all-children Success")
+    for cluster in await hub.items(f"{CLUSTERS}/managedclusters"):
+        name = cluster["metadata"]["name"]
+
+        def kinds(name: str = name) -> bool:
+            refs = {(kind, ns, obj) for _, kind, ns, obj in (o["ref"] for o in child_state(system, name))}
+            nfd = "node-feature-discovery"
+            wanted = {("Namespace", "", nfd), ("ConfigMap", nfd, f"{nfd}-greeting"), ("Deployment", nfd, nfd)}
+            return wanted <= refs
+
+        await eventually(kinds, 30, what=f"{name}: the chart's objects in node-feature-discovery")

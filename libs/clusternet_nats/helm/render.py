@@ -29,6 +29,8 @@ from clusternet_nats.helm.repo import OCI_SCHEME, Credentials
 log = structlog.get_logger(__name__)
 
 Rendered = list[dict[str, Any]]
+CACHE_ENTRIES = 1024
+"""Renders (and archives) kept; the oldest go first."""
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -133,11 +135,18 @@ def _digest_of_pulled(dest: Path) -> tuple[Path, str]:
     return archive, hashlib.sha256(archive.read_bytes()).hexdigest()
 
 
-async def _shared(tasks: dict[K, asyncio.Task[V]], key: K, make: Callable[[], Awaitable[V]]) -> V:
-    """One task per key, awaited by every caller; a failed one is forgotten so the next ask retries."""
+async def _shared(
+    tasks: dict[K, asyncio.Task[V]], key: K, make: Callable[[], Awaitable[V]], limit: int = CACHE_ENTRIES
+) -> V:
+    """One task per key, awaited by every caller; a failed one is forgotten so the next ask retries.
+    Past `limit` keys the oldest finished one goes (a long-running agent sees many values)."""
     task = tasks.get(key)
     if task is None:
         task = tasks[key] = asyncio.ensure_future(make())
+        if len(tasks) > limit:
+            oldest = next((k for k, t in tasks.items() if t.done()), None)
+            if oldest is not None:
+                del tasks[oldest]
     try:
         return await asyncio.shield(task)
     except BaseException:
