@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from clusternet_nats.testing.charts import ChartRepo, OciRegistry, package_chart
+from clusternet_nats.testing.charts import ChartRepo, OciRegistry, oci_registry_with
 from clusternet_nats.testing.system import System
 from clusternet_nats.testing.tools import Tools
 from clusternet_nats.testing.waiting import eventually
@@ -49,13 +49,8 @@ def nfd_repo(kube_tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 @pytest.fixture(scope="module")
 def mysql_oci(kube_tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OciRegistry]:
-    workdir = tmp_path_factory.mktemp("mysql-oci")
-    registry = OciRegistry(kube_tools.registry, kube_tools.helm, workdir).start()
-    try:
-        registry.push(package_chart(kube_tools.helm, workdir, "mysql", "9.2.0", workdir / "packages"))
+    with oci_registry_with(kube_tools, tmp_path_factory.mktemp("mysql-oci"), {"mysql": ["9.2.0"]}) as registry:
         yield registry
-    finally:
-        registry.stop()
 
 
 @pytest.fixture(scope="module")

@@ -39,6 +39,27 @@ class HelmError(RuntimeError):
     """helm failed; the message is its stderr."""
 
 
+async def run_helm(
+    binary: str | Path, *args: str, input: str | None = None, env: dict[str, str] | None = None
+) -> str:
+    """Runs helm to completion without blocking the loop; its stdout, or HelmError with its stderr."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            str(binary),
+            *args,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+    except OSError as err:
+        raise HelmError(f"cannot run {binary}: {err}") from None
+    out, errors = await proc.communicate(input.encode() if input is not None else None)
+    if proc.returncode != 0:
+        raise HelmError(errors.decode().strip() or f"helm {args[0]} exited {proc.returncode}")
+    return out.decode()
+
+
 def find_helm(given: str | Path | None = None) -> Path | None:
     """The helm binary: the one given (`--helm-binary`), else `helm` on PATH."""
     if given is not None:
@@ -84,18 +105,7 @@ class Renderer:
 
     async def _helm(self, *args: str, input: str | None = None) -> str:
         async with self._slots:
-            try:
-                proc = await asyncio.create_subprocess_exec(
-                    self.binary, *args,
-                    stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._env,
-                )
-            except OSError as err:
-                raise HelmError(f"cannot run {self.binary}: {err}") from None
-            out, errors = await proc.communicate(input.encode() if input is not None else None)
-        if proc.returncode != 0:
-            raise HelmError(errors.decode().strip() or f"helm {args[0]} exited {proc.returncode}")
-        return out.decode()
+            return await run_helm(self.binary, *args, input=input, env=self._env)
 
     async def archive(self, ref: ChartRef, auth: Credentials | None = None) -> tuple[Path, str]:
         """The chart's .tgz and its sha256, pulled once per reference."""

@@ -20,11 +20,13 @@ import subprocess
 import threading
 import time
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from aiohttp import web
 from clusternet_nats.testing.natsserver import free_port
+from clusternet_nats.testing.tools import Tools
 
 GREETER = "greeter"
 """The test chart: a ConfigMap of `greeting` and a Deployment of `replicas` (values.yaml: 1)."""
@@ -145,6 +147,19 @@ class ChartRepo:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(10)
             self._loop = self._thread = None
+
+
+@contextmanager
+def oci_registry_with(tools: Tools, workdir: Path, charts: dict[str, Sequence[str]]) -> Iterator[OciRegistry]:
+    """A running registry holding each chart name at each of its versions (the test chart, packaged)."""
+    registry = OciRegistry(tools.registry, tools.helm, workdir).start()
+    try:
+        for name, versions in charts.items():
+            for version in versions:
+                registry.push(package_chart(tools.helm, workdir, name, version, workdir / "packages"))
+        yield registry
+    finally:
+        registry.stop()
 
 
 class OciRegistry:

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from clusternet_nats.testing.charts import GREETER, ChartRepo, OciRegistry, package_chart
+from clusternet_nats.testing.charts import GREETER, ChartRepo, OciRegistry, oci_registry_with
 from clusternet_nats.testing.kube import ControlPlane
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.tools import Tools, ensure_tools
@@ -114,11 +114,5 @@ def chart_repo(kube_tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> I
 @pytest.fixture(scope="session")
 def oci_registry(kube_tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OciRegistry]:
     """An OCI registry (plain HTTP) holding `greeter` 0.1.0 and 0.2.0 at `oci_registry.url`."""
-    workdir = tmp_path_factory.mktemp("oci-registry")
-    registry = OciRegistry(kube_tools.registry, kube_tools.helm, workdir).start()
-    try:
-        for version in CHART_VERSIONS:
-            registry.push(package_chart(kube_tools.helm, workdir, GREETER, version, workdir / "packages"))
+    with oci_registry_with(kube_tools, tmp_path_factory.mktemp("oci-registry"), {GREETER: CHART_VERSIONS}) as registry:
         yield registry
-    finally:
-        registry.stop()
