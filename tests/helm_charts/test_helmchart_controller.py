@@ -2,7 +2,7 @@
 sees) against repositories the test serves: Found, NotFound with Helm's reason when the version
 is missing, re-checked when the spec changes, retried with backoff while the repository is down
 until it is back, basic auth through a chartPullSecret Secret stored as the hub stores users'
-objects (a Manifest), and an OCI registry."""
+objects (a Manifest), an OCI registry, and the status removed with the chart."""
 
 from __future__ import annotations
 
@@ -94,6 +94,14 @@ async def test_helmchart_status_follows_the_repository(
             # the repository comes up: the backoff's next retry finds the chart
             late.start()
             await eventually(lambda: status_of("down", HelmChartPhase.FOUND), 20, what="found once the repo is up")
+
+            # a deleted chart's status goes with it
+            await charts.delete(NS, "down")
+
+            async def status_gone() -> bool:
+                return await statuses.get(f"{NS}.down") is None
+
+            await eventually(status_gone, 10, what="the deleted chart's status removed")
     finally:
         late.stop()
         private.stop()

@@ -5,7 +5,7 @@ with Helm's reason (classic repositories: the index has the chart and a version 
 constraint; OCI registries: the tag exists, as Clusternet's FindOCIChart compares). Checked when
 the chart's spec or its pull Secret changes, re-checked every `resync` seconds when found and
 with exponential backoff (1 s doubling to `resync`) when not, so a repository that comes back
-is noticed without hammering one that is down.
+is noticed without hammering one that is down. A deleted chart's status record goes with it.
 
 chartPullSecret: our hub has no Secrets kind of its own, so the Secret is read where the hub
 keeps users' Kubernetes objects: a `v1/Secret` applied to the hub (kubectl, `cnet apply`) is
@@ -136,6 +136,8 @@ class HelmChartController:
         if chart is None or chart.metadata.deletion_timestamp is not None:
             for table in (self._checked, self._delays):
                 table.pop(key, None)
+            if chart is None:  # a chart created again under this name must not show the old status
+                await self.statuses.delete(key)
             return
         status = await self.check(chart)
         self._checked[key] = chart.spec
