@@ -286,3 +286,23 @@ def test_a_bad_override_is_an_error_naming_it(
     assert detail in message
     if "field_path" in fields:
         assert f"fieldPath {fields['field_path']}" in message
+
+
+def test_a_divided_jobs_share_goes_to_its_parallelism() -> None:
+    """The share is written at the feed's replicaJsonPath: a Job has no spec.replicas."""
+    job_feed = Feed(api_version="batch/v1", kind="Job", namespace="foo", name="crunch")
+    manifest = parse_object(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "crunch", "namespace": "foo"},
+            "spec": {"parallelism": 6, "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}},
+        }
+    )
+    assert isinstance(manifest, Manifest)
+    sub = Subscription.new("s", spec={"subscribers": [], "feeds": [job_feed.to_json_dict()]})
+    target = Target(namespace=CLUSTER_NS, labels={}, subscription=sub, replicas={"batch/v1/Job/foo/crunch": 2})
+
+    rendered = _render_one(manifest, job_feed, target)
+    assert rendered["spec"]["parallelism"] == 2
+    assert "replicas" not in rendered["spec"]

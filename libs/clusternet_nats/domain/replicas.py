@@ -69,6 +69,14 @@ def in_tree_kinds() -> ReplicaKinds:
 
 IN_TREE_KINDS = in_tree_kinds()
 
+DEFAULT_REPLICA_JSON_PATH = "/spec/replicas"
+
+
+def replica_json_path(api_version: str, kind: str, kinds: ReplicaKinds = IN_TREE_KINDS) -> str:
+    """Where a cluster's share of a divided feed is written (a Job's is its parallelism)."""
+    known = kinds.get(api_version, kind)
+    return known.replica_json_path if known else DEFAULT_REPLICA_JSON_PATH
+
 
 def json_pointer(obj: object, pointer: str) -> object:
     """The value at an RFC 6901 pointer ("/spec/replicas"), or None where the path ends early."""

@@ -34,6 +34,7 @@ from clusternet_nats.deployer.bases import derived_metadata
 from clusternet_nats.deployer.overrides import SourcedOverride, apply_overrides, select_overrides
 from clusternet_nats.domain.feeds import Selector, chart_feed, feed_key, feed_selector, manifest_selectors
 from clusternet_nats.domain.patches import merge_patch
+from clusternet_nats.domain.replicas import replica_json_path
 
 GENERIC_SUFFIX = "-generic"
 HELM_SUFFIX = "-helm"
@@ -90,15 +91,17 @@ def render_generic(manifests: Sequence[tuple[Feed, Manifest]], target: Target) -
         overrides = target.overrides(manifest_selectors(manifest))
         replicas = target.replicas.get(feed_key(feed))
         if replicas is not None:
-            overrides.append(_replicas_override(target.subscription, replicas))
+            path = replica_json_path(feed.api_version, feed.kind)
+            overrides.append(_replicas_override(target.subscription, replicas, path))
         rendered, _ = apply_overrides(overrides, generic=clean(manifest.template))
         raw.append(_dumps(rendered))
     return DescriptionSpec(deployer=DeployerType.GENERIC, raw=raw)
 
 
-def _replicas_override(sub: Subscription, replicas: int) -> SourcedOverride:
-    # Clusternet writes this as a Localization of the highest priority; applying it last is the same.
-    patch = [{"op": "add", "path": "/spec/replicas", "value": replicas}]
+def _replicas_override(sub: Subscription, replicas: int, path: str) -> SourcedOverride:
+    # Clusternet writes this as a Localization of the highest priority at the feed's
+    # replicaJsonPath; applying it last here is the same, without an object per cluster to keep.
+    patch = [{"op": "add", "path": path, "value": replicas}]
     config = OverrideConfig(name=REPLICAS_OVERRIDE, type=OverrideType.JSON_PATCH, value=json.dumps(patch))
     return SourcedOverride(sub, config)
 
