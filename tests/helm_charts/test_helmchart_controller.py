@@ -55,6 +55,11 @@ async def test_helmchart_status_follows_the_repository(
         found = await statuses.get(f"{NS}.{name}")
         return found.value if found is not None and found.value.phase is phase else None
 
+    async def settled(name: str, phase: HelmChartPhase, timeout: float = 10) -> HelmChartStatus:
+        status = await eventually(lambda: status_of(name, phase), timeout, what=f"{name}: {phase}")
+        assert status is not None
+        return status
+
     try:
         async with running_service("hub-helmcharts", build, private_nats.url):
             web = await charts.create(chart("web", chart_repo.url, "0.1.0"))
@@ -64,13 +69,13 @@ async def test_helmchart_status_follows_the_repository(
             secret_ref = ChartPullSecret(name="repo-creds")
             await charts.create(chart("private", private.url, "0.1.0", chart_pull_secret=secret_ref))
 
-            assert (await eventually(lambda: status_of("web", HelmChartPhase.FOUND), 10)).reason is None
-            await eventually(lambda: status_of("oci", HelmChartPhase.FOUND), 10, what="the OCI chart found")
-            oci_missing = await eventually(lambda: status_of("oci-missing", HelmChartPhase.NOT_FOUND), 10)
+            assert (await settled("web", HelmChartPhase.FOUND)).reason is None
+            await settled("oci", HelmChartPhase.FOUND, 10)
+            oci_missing = await settled("oci-missing", HelmChartPhase.NOT_FOUND)
             assert oci_missing.reason == f"not found a version matched 9.9.9 for chart {oci_registry.url}/{GREETER}"
-            down = await eventually(lambda: status_of("down", HelmChartPhase.NOT_FOUND), 10)
+            down = await settled("down", HelmChartPhase.NOT_FOUND)
             assert "is not a valid chart repository or cannot be reached" in (down.reason or "")
-            no_secret = await eventually(lambda: status_of("private", HelmChartPhase.NOT_FOUND), 10)
+            no_secret = await settled("private", HelmChartPhase.NOT_FOUND)
             assert no_secret.reason == (
                 f'chartPullSecret {NS}/repo-creds of HelmChart {NS}/private: secrets "repo-creds" not found'
             )
@@ -79,7 +84,7 @@ async def test_helmchart_status_follows_the_repository(
             changed = web.model_copy(deep=True)
             changed.spec.version = "9.9.9"
             await charts.update(changed, web)
-            missing = await eventually(lambda: status_of("web", HelmChartPhase.NOT_FOUND), 10)
+            missing = await settled("web", HelmChartPhase.NOT_FOUND)
             assert missing.reason == f'chart "{GREETER}" version "9.9.9" not found in {chart_repo.url} repository'
 
             # the Secret arrives (applied to the hub, stored as a Manifest): the chart is found
@@ -89,11 +94,11 @@ async def test_helmchart_status_follows_the_repository(
             secret = parse_object({"apiVersion": "v1", "kind": "Secret", "metadata": meta, "data": encoded})
             assert isinstance(secret, Manifest)
             await manifests.create(secret)
-            await eventually(lambda: status_of("private", HelmChartPhase.FOUND), 10, what="found with the Secret")
+            await settled("private", HelmChartPhase.FOUND, 10)
 
             # the repository comes up: the backoff's next retry finds the chart
             late.start()
-            await eventually(lambda: status_of("down", HelmChartPhase.FOUND), 20, what="found once the repo is up")
+            await settled("down", HelmChartPhase.FOUND, 20)
 
             # a deleted chart's status goes with it
             await charts.delete(NS, "down")

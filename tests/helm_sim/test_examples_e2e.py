@@ -136,6 +136,7 @@ async def test_the_helm_examples_reach_success_on_simulated_clusters(
             return objects if objects and objects["ConfigMap"]["data"]["chartVersion"] == version else None
 
         objects = await eventually(rendered, 30, what=f"{name}: mysql {version} rendered")
+        assert objects is not None
         deployment = objects["Deployment"]
         assert deployment["status"]["readyReplicas"] == deployment["spec"]["replicas"] == 1
 

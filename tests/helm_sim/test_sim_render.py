@@ -115,3 +115,24 @@ async def test_many_clusters_with_the_same_values_cost_one_render(renderer: Rend
     # other values on one cluster: one more render, no more pulls
     await clusters[0].install_releases(OWNER, [release(chart_repo.url, {"replicas": 1})])
     assert (renderer.pulls, renderer.renders) == (1, 2)
+
+
+async def test_an_unpinned_chart_is_pulled_again_once_its_archive_is_old(
+    renderer: Renderer, kube_tools: Tools, tmp_path: Path
+) -> None:
+    repo = ChartRepo(kube_tools.helm, tmp_path / "repo").start()
+    try:
+        repo.add_chart(GREETER, "0.1.0")
+        cluster = await started("sim-1", renderer)
+        latest = release(repo.url, {}, version="")
+        assert (await cluster.install_releases(OWNER, [latest])).failures == []
+        repo.add_chart(GREETER, "0.3.0")
+        await cluster.install_releases(OWNER, [latest])
+        assert renderer.pulls == 1  # within the TTL the archive pulled for "latest" is reused
+
+        renderer.unpinned_ttl = 0.0
+        assert (await cluster.install_releases(OWNER, [latest])).failures == []
+        config = cluster.objects.get(configmap_ref())
+        assert renderer.pulls == 2 and config is not None and config.body["data"]["chartVersion"] == "0.3.0"
+    finally:
+        repo.stop()

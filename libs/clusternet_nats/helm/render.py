@@ -25,11 +25,14 @@ from typing import Any, TypeVar
 import structlog
 import yaml
 from clusternet_nats.helm.repo import OCI_SCHEME, Credentials
+from clusternet_nats.helm.semver import Version, VersionError
 
 log = structlog.get_logger(__name__)
 
 Rendered = list[dict[str, Any]]
 CACHE_ENTRIES = 1024
+UNPINNED_TTL = 300.0
+"""Seconds an archive pulled for `latest` or a version constraint is reused."""
 """Renders (and archives) kept; the oldest go first."""
 K = TypeVar("K")
 V = TypeVar("V")
@@ -75,6 +78,15 @@ class ChartRef:
     version: str | None
     plain_http: bool = False
 
+    def pinned(self) -> bool:
+        """Names one version (x.y.z: not empty, not a constraint such as `1.2` or `^1`)."""
+        core = (self.version or "").lstrip("v").split("-")[0].split("+")[0]
+        try:
+            Version.parse(self.version or "")
+        except VersionError:
+            return False
+        return core.count(".") == 2
+
     def pull_args(self) -> list[str]:
         if self.repo.startswith(OCI_SCHEME):
             args = [f"{self.repo.rstrip('/')}/{self.chart}"] + (["--plain-http"] if self.plain_http else [])
@@ -92,6 +104,8 @@ class Renderer:
         self.binary = str(binary)
         self.work_dir = work_dir or Path(tempfile.mkdtemp(prefix="cnet-helm-"))
         self.work_dir.mkdir(parents=True, exist_ok=True)
+        self.unpinned_ttl = UNPINNED_TTL
+        self._pulled_at: dict[ChartRef, float] = {}
         self._slots = asyncio.Semaphore(concurrency)
         self._archives: dict[ChartRef, asyncio.Task[tuple[Path, str]]] = {}
         self._rendered: dict[tuple[str, str, str, str], asyncio.Task[Rendered]] = {}
@@ -108,7 +122,14 @@ class Renderer:
             return await run_helm(self.binary, *args, input=input, env=self._env)
 
     async def archive(self, ref: ChartRef, auth: Credentials | None = None) -> tuple[Path, str]:
-        """The chart's .tgz and its sha256, pulled once per reference."""
+        """The chart's .tgz and its sha256, pulled once per reference; a reference that is not
+        pinned to one version (empty, or a constraint) is pulled again after `unpinned_ttl`
+        seconds, so a newer chart in the repository is picked up."""
+        now = asyncio.get_running_loop().time()
+        if not ref.pinned() and now - self._pulled_at.get(ref, now) > self.unpinned_ttl:
+            self._archives.pop(ref, None)
+        if ref not in self._archives:
+            self._pulled_at[ref] = now
         return await _shared(self._archives, ref, lambda: self._pull(ref, auth))
 
     async def _pull(self, ref: ChartRef, auth: Credentials | None) -> tuple[Path, str]:
