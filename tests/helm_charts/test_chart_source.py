@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 from clusternet_nats.helm.repo import ChartSource, Credentials
 from clusternet_nats.helm.semver import VersionError, best_match
 from clusternet_nats.testing.charts import GREETER, ChartRepo, OciRegistry
@@ -94,3 +95,48 @@ async def test_oci_registry(source: ChartSource, oci_registry: OciRegistry) -> N
     assert missing.reason == f"not found a version matched 9.9.9 for chart {oci_registry.url}/{GREETER}"
     unknown = await source.find(oci_registry.url, "nosuch", "0.1.0", plain_http=True)
     assert not unknown.found and unknown.reason.startswith("not found a version matched 0.1.0")
+
+
+@pytest.fixture
+async def token_registry(oci_registry: OciRegistry) -> AsyncIterator[str]:
+    """A registry front as Docker Hub and GHCR are: tag lists need a bearer token from a realm
+    (given anonymously), and come in pages of one tag linked by `Link: <...>; rel="next"`; the
+    tags are the real registry's."""
+    source = ChartSource(timeout=5)
+
+    async def token(request: web.Request) -> web.Response:
+        assert request.query["service"] == "test-registry"
+        return web.json_response({"token": f"t-{request.query['scope']}"})
+
+    async def tags(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if request.headers.get("Authorization") != f"Bearer t-repository:{name}:pull":
+            challenge = f'Bearer realm="{base}/token",service="test-registry",scope="repository:{name}:pull"'
+            return web.json_response({}, status=401, headers={"WWW-Authenticate": challenge})
+        session = source.session()
+        async with session.get(f"http://{oci_registry.host}/v2/{name}/tags/list") as resp:
+            found = sorted((await resp.json())["tags"]) if resp.status == 200 else []
+        after = request.query.get("last")
+        rest = [t for t in found if after is None or t > after]
+        if not rest:
+            return web.json_response({"errors": [{"code": "NAME_UNKNOWN"}]}, status=404)
+        headers = {"Link": f'</v2/{name}/tags/list?n=1&last={rest[0]}>; rel="next"'} if len(rest) > 1 else {}
+        return web.json_response({"name": name, "tags": rest[:1]}, headers=headers)
+
+    app = web.Application()
+    app.router.add_get("/token", token)
+    app.router.add_get("/v2/{name:.+}/tags/list", tags)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    yield f"oci://127.0.0.1:{port}/charts"
+    await runner.cleanup()
+    await source.close()
+
+
+async def test_oci_bearer_tokens_and_paged_tag_lists(source: ChartSource, token_registry: str) -> None:
+    # 0.2.0 is on the second page, after the token was fetched for the first
+    assert (await source.find(token_registry, GREETER, "0.2.0", plain_http=True)).found
+    assert not (await source.find(token_registry, GREETER, "0.3.0", plain_http=True)).found

@@ -8,6 +8,7 @@ as Helm's and Clusternet's own messages, so a user who knows Helm recognises the
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ import yaml
 from clusternet_nats.helm.semver import VersionError, best_match
 
 OCI_SCHEME = "oci://"
+MAX_TAG_PAGES = 50
 DEFAULT_TIMEOUT = 15.0
 """Seconds per request (Clusternet's ociRegistryRequestTimeout)."""
 
@@ -111,21 +113,55 @@ class ChartSource:
         name = f"{path}/{chart}" if path else chart
         url = f"{'http' if plain_http else 'https'}://{host}/v2/{name}/tags/list"
         missing = f"not found a version matched {version or ''} for chart {repo}/{chart}"
-        try:
-            async with self.session().get(url, headers=_basic(auth)) as resp:
-                if resp.status == 404:
-                    return ChartLookup(False, missing)
-                if resp.status != 200:
-                    return ChartLookup(False, f"{missing}: GET {url}: {resp.status} {resp.reason}")
-                body = await resp.json(content_type=None)
-        except (aiohttp.ClientError, TimeoutError, ValueError) as err:
-            return ChartLookup(False, f"{missing}: {type(err).__name__}: {err}".rstrip(": "))
-        tags = [str(t) for t in (body.get("tags") or [])] if isinstance(body, dict) else []
         # OCI tags cannot hold '+': Helm pushes 1.0.0+meta as 1.0.0_meta
         wanted = (version or "").replace("+", "_")
-        if wanted in tags:
-            return ChartLookup(True, version=version)
+        headers = _basic(auth)
+        next_url: str | None = url
+        try:
+            for _ in range(MAX_TAG_PAGES):
+                if next_url is None:
+                    break
+                async with self.session().get(next_url, headers=headers) as resp:
+                    if resp.status == 401 and not headers.get("Authorization", "").startswith("Bearer"):
+                        token = await self._bearer(resp.headers.get("WWW-Authenticate", ""), auth)
+                        if token is not None:
+                            headers = {"Authorization": token}
+                            continue
+                    if resp.status == 404:
+                        return ChartLookup(False, missing)
+                    if resp.status != 200:
+                        return ChartLookup(False, f"{missing}: GET {next_url}: {resp.status} {resp.reason}")
+                    body = await resp.json(content_type=None)
+                    next_url = _next_page(next_url, resp.headers.get("Link"))
+                tags = [str(t) for t in (body.get("tags") or [])] if isinstance(body, dict) else []
+                if wanted in tags:
+                    return ChartLookup(True, version=version)
+        except (aiohttp.ClientError, TimeoutError, ValueError) as err:
+            return ChartLookup(False, f"{missing}: {type(err).__name__}: {err}".rstrip(": "))
         return ChartLookup(False, missing)
+
+    async def _bearer(self, challenge: str, auth: Credentials | None) -> str | None:
+        """A registry's token for a `Bearer realm=...,service=...,scope=...` challenge (the
+        distribution token flow, anonymous or with the pull Secret's basic auth)."""
+        scheme, _, params = challenge.partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        fields = dict(re.findall(r'(\w+)="([^"]*)"', params))
+        realm = fields.pop("realm", None)
+        if not realm:
+            return None
+        async with self.session().get(realm, params=fields, headers=_basic(auth)) as resp:
+            if resp.status != 200:
+                return None
+            body = await resp.json(content_type=None)
+        token = body.get("token") or body.get("access_token") if isinstance(body, dict) else None
+        return f"Bearer {token}" if token else None
+
+
+def _next_page(url: str, link: str | None) -> str | None:
+    """The `Link: </v2/...?last=x&n=y>; rel="next"` page of a tag list, if any."""
+    found = re.match(r'\s*<([^>]+)>\s*;\s*rel="?next"?', link or "")
+    return urljoin(url, found[1]) if found else None
 
 
 def _basic(auth: Credentials | None) -> dict[str, str]:
