@@ -27,17 +27,17 @@ def hub_url(served_hub: ServedHub) -> str:
     return served_hub.url
 
 
-async def run_cnet(*args: str) -> Result:
-    """`cnet ARGS...` in a thread: its asyncio.run must not block the hub's loop."""
-    return await asyncio.to_thread(lambda: CliRunner().invoke(app, list(args)))
+async def run_cnet(*args: str, input: str | None = None) -> Result:
+    """`cnet ARGS...` (with `input` on stdin) in a thread: its asyncio.run must not block the hub's loop."""
+    return await asyncio.to_thread(lambda: CliRunner().invoke(app, list(args), input=input))
 
 
 @pytest.fixture
 def cnet(served_hub: ServedHub) -> Cnet:
     """Runs `cnet --config <admin context of the hub> ARGS...`."""
 
-    async def run(*args: str) -> Result:
-        return await run_cnet(*served_hub.cnet_args(), *args)
+    async def run(*args: str, input: str | None = None) -> Result:
+        return await run_cnet(*served_hub.cnet_args(), *args, input=input)
 
     return run
 

@@ -48,7 +48,8 @@ async def test_apply_get_describe_delete(cnet: Cnet, js: JetStreamContext, uniqu
     assert f"deployment.apps/web created (manifest {manifest})" in result.output
     assert "subscription.apps.clusternet.io/app-demo created" in result.output
     result = await cnet("apply", "-f", str(files))
-    assert "subscription.apps.clusternet.io/app-demo configured" in result.output
+    assert "subscription.apps.clusternet.io/app-demo unchanged" in result.output
+    assert f"deployment.apps/web unchanged (manifest {manifest})" in result.output
 
     result = await cnet("get", "subs", "-A")
     assert result.exit_code == 0, result.output

@@ -10,6 +10,7 @@ from clusternet_nats.api.apps import Subscription
 from clusternet_nats.api.printer_columns import not_progressing
 from clusternet_nats.cli.columns import object_table
 from clusternet_nats.cli.describe import describe
+from clusternet_nats.cli.resources import Resource
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 WEB = "apps/v1/Deployment/shop/web"
@@ -55,7 +56,7 @@ PARTIAL = subscription(
 
 
 def test_get_subs_shows_whether_and_why_not_placed() -> None:
-    info = KindInfo.of(Subscription)
+    info = Resource.of(KindInfo.of(Subscription))
     table = object_table(info, [PARTIAL, subscription({})], NOW, all_namespaces=False, wide=False, qualified=False)
     assert table.splitlines() == [
         "NAME   SCHEDULED   REASON               AGE",

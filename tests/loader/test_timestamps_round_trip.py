@@ -105,7 +105,7 @@ async def test_cnet_apply_keeps_timestamps_as_written(
     assert load_yaml(result.output)["template"]["data"] == WRITTEN
 
     result = await cnet(served_hub, "apply", "-f", str(tmp_path))
-    assert "configmap/dates configured" in result.output
+    assert "configmap/dates unchanged" in result.output
     assert (await stored(js, unique_ns))[0].metadata.generation == 1, "re-applying the same text changes nothing"
 
 

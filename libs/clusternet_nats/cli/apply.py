@@ -7,24 +7,47 @@ Clusternet hub, and are reported under their own kind with the Manifest that hol
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from clusternet_nats.api import KubeObject, Manifest, ObjectError, ObjectErrors, by_kind, load_path, parse_object
+from clusternet_nats.api import (
+    KubeObject,
+    Manifest,
+    ObjectError,
+    ObjectErrors,
+    by_kind,
+    load_documents,
+    load_path,
+    parse_object,
+)
+from clusternet_nats.api.loader import FILE_SUFFIXES
 from clusternet_nats.api.paths import SHADOW_OBJECTS_PATH, object_path
-from clusternet_nats.cli.client import HubClient
+from clusternet_nats.cli.client import HubClient, HubError
 from clusternet_nats.cli.columns import resource_name
+from clusternet_nats.cli.resources import Resolver
 
 
-def load_files(paths: Sequence[Path]) -> list[KubeObject]:
-    """Every object in every file or directory; raises ObjectErrors listing every problem."""
+def _files(path: Path, recursive: bool) -> list[Path]:
+    """A file, or a directory's YAML/JSON files: only its own unless `recursive` (kubectl's -R)."""
+    if recursive or not path.is_dir():
+        return [path]
+    return sorted(p for p in path.iterdir() if p.is_file() and p.suffix in FILE_SUFFIXES)
+
+
+def load_files(paths: Sequence[Path], recursive: bool = False, stdin: TextIO | None = None) -> list[KubeObject]:
+    """Every object in every file or directory (`-`: stdin); raises ObjectErrors listing every problem."""
     objects: list[KubeObject] = []
     errors: list[ObjectError] = []
     for path in paths:
         try:
-            objects.extend(load_path(path))
+            if str(path) == "-":
+                objects.extend(load_documents((stdin or sys.stdin).read(), "<stdin>"))
+                continue
+            for file in _files(path, recursive):
+                objects.extend(load_path(file))
         except ObjectErrors as err:
             errors.extend(err.errors)
         except ObjectError as err:
@@ -73,8 +96,9 @@ class Target:
     def name(self) -> str:
         return str(self.shadowed["metadata"]["name"]) if self.shadowed else self.obj.name
 
-    def applied(self, created: bool) -> str:
-        line = f"{self.resource}/{self.name} {'created' if created else 'configured'}"
+    def applied(self, outcome: str) -> str:
+        """`outcome`: created, configured or unchanged."""
+        line = f"{self.resource}/{self.name} {outcome}"
         return f"{line} (manifest {self.obj.namespace}/{self.obj.name})" if self.shadowed else line
 
     def validated(self) -> str:
@@ -87,14 +111,45 @@ def _body(obj: KubeObject) -> dict[str, Any]:
     return body
 
 
-async def apply_one(client: HubClient, target: Target) -> str:
+def _same(current: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    """Whether applying `wanted` would change nothing the user wrote (kubectl's "unchanged")."""
+    meta, now = wanted.get("metadata") or {}, current.get("metadata") or {}
+    if any((meta.get(k) or {}) != (now.get(k) or {}) for k in ("labels", "annotations")):
+        return False
+    return all(current.get(k) == v for k, v in wanted.items() if k not in ("metadata", "status"))
+
+
+async def _current(client: HubClient, path: str) -> dict[str, Any] | None:
+    try:
+        return await client.get(path)
+    except HubError as err:
+        if err.code == 404:
+            return None
+        raise
+
+
+async def apply_one(client: HubClient, target: Target, resolver: Resolver) -> str:
+    """Creates or replaces one object; "unchanged" (and nothing sent) when it already is as written."""
     if target.shadowed is not None:
-        code, _ = await client.request("PUT", SHADOW_OBJECTS_PATH, target.shadowed)
+        body, put_at = target.shadowed, SHADOW_OBJECTS_PATH
+        shadow = next((r for r in await resolver.shadow() if r.kind == body["kind"]), None)
+        namespace = (body.get("metadata") or {}).get("namespace")
+        current = None if shadow is None else await _current(client, shadow.path(namespace, target.name))
     else:
-        code, _ = await client.request("PUT", target.path, _body(target.obj))
-    return target.applied(code == 201)
+        body, put_at = _body(target.obj), target.path
+        current = await _current(client, put_at)
+    if current is not None and _same(current, body):
+        return target.applied("unchanged")
+    code, _ = await client.request("PUT", put_at, body)
+    return target.applied("created" if code == 201 else "configured")
 
 
-async def delete_one(client: HubClient, path: str, resource: str, name: str) -> str:
-    await client.request("DELETE", path)
+async def delete_one(client: HubClient, path: str, resource: str, name: str, ignore_not_found: bool = False) -> str:
+    """Deletes one object; "" when it was not there and `ignore_not_found`."""
+    try:
+        await client.request("DELETE", path)
+    except HubError as err:
+        if err.code == 404 and ignore_not_found:
+            return ""
+        raise
     return f'{resource} "{name}" deleted'

@@ -117,9 +117,29 @@ class HubClient:
         return (await self.request("GET", path))[1]
 
     async def list_objects(self, info: KindInfo, namespace: str | None, selector: str = "") -> list[Object]:
-        params = {"labelSelector": selector} if selector else None
-        data = (await self.request("GET", collection_path(info, namespace), params=params))[1]
-        return list(data.get("items") or [])
+        return list((await self.list_at(collection_path(info, namespace), selector)).get("items") or [])
+
+    async def list_at(self, path: str, selector: str = "") -> Object:
+        """The List at `path` (its items and metadata.resourceVersion, where a watch starts)."""
+        return (await self.request("GET", path, params={"labelSelector": selector} if selector else None))[1]
+
+    async def watch(self, path: str, resource_version: str, selector: str = "") -> AsyncIterator[Object]:
+        """The WatchEvents after `resource_version` (the hub's chunked stream), until it ends."""
+        params = {"watch": "true", "resourceVersion": resource_version}
+        if selector:
+            params["labelSelector"] = selector
+        timeout = aiohttp.ClientTimeout(total=None, connect=10)
+        try:
+            async with self.session.get(self.server + path, params=params, timeout=timeout) as resp:
+                if resp.status >= 400:
+                    raise HubError.from_status(resp.status, _json(resp, await resp.text()))
+                async for line in resp.content:
+                    if line.strip():
+                        event = json.loads(line)
+                        if isinstance(event, dict):
+                            yield event
+        except aiohttp.ClientError as err:
+            raise HubError(f"the watch on {self.server}{path} broke: {err}") from None
 
     async def events(self, kind: str, namespace: str | None, name: str) -> list[Object]:
         selector = f"involvedObject.kind={kind},involvedObject.name={name}"

@@ -1,9 +1,9 @@
-"""`cnet config view|get-contexts|current-context|use-context`: the config file, as kubectl config shows it."""
+"""`cnet config view|get-contexts|current-context|use-context|set-context|delete-context`, as kubectl config."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from clusternet_nats.cli import config as cnet_config
@@ -20,8 +20,7 @@ def _path(ctx: typer.Context) -> tuple[cnet_config.CnetConfig, Path]:
     try:
         return cnet_config.load(path), path
     except cnet_config.ConfigError as err:
-        typer.echo(str(err), err=True)
-        raise typer.Exit(1) from None
+        _fail(str(err))
 
 
 @config_app.command("view")
@@ -64,8 +63,7 @@ def current_context(ctx: typer.Context) -> None:
     """Prints the current context's name."""
     config, path = _path(ctx)
     if not config.current_context:
-        typer.echo(f"error: current-context is not set in {path}", err=True)
-        raise typer.Exit(1)
+        _fail(f"error: current-context is not set in {path}")
     typer.echo(config.current_context)
 
 
@@ -74,7 +72,53 @@ def use_context(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Co
     """Makes NAME the current context."""
     config, path = _path(ctx)
     if config.context(name) is None:
-        typer.echo(f'error: no context exists with the name: "{name}" in {path}', err=True)
-        raise typer.Exit(1)
+        _fail(f'error: no context exists with the name: "{name}" in {path}')
     cnet_config.save(path, config.model_copy(update={"current_context": name}))
     typer.echo(f'Switched to context "{name}".')
+
+
+@config_app.command("set-context")
+def set_context(
+    ctx: typer.Context,
+    name: Annotated[str | None, typer.Argument(help="Context to create or change.")] = None,
+    current: Annotated[bool, typer.Option("--current", help="Change the current context.")] = False,
+    cluster: Annotated[str | None, typer.Option("--cluster", help="Cluster entry (server) it uses.")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="User entry (credentials) it uses.")] = None,
+) -> None:
+    """Creates or changes a context: which cluster entry and which user entry it pairs."""
+    config, path = _path(ctx)
+    if current == bool(name):
+        _fail("error: give a context NAME or --current (not both)")
+    if current and not config.current_context:
+        _fail(f"error: current-context is not set in {path}")
+    name = name or config.current_context
+    before = config.context(name)
+    if before is None and not cluster:
+        _fail(f'error: context "{name}" does not exist yet: give its --cluster')
+    old_cluster, old_user = (before.cluster, before.user) if before else ("", "")
+    wanted = cnet_config.Context(cluster=cluster or old_cluster, user=old_user if user is None else user)
+    for what, entry in (("cluster", wanted.cluster), ("user", wanted.user)):
+        known = config.cluster(entry) if what == "cluster" else config.user(entry)
+        if entry and known is None:
+            _fail(f'error: no {what} exists with the name: "{entry}" in {path}')
+    contexts = [c for c in config.contexts if c.name != name] + [cnet_config.NamedContext(name=name, context=wanted)]
+    cnet_config.save(path, config.model_copy(update={"contexts": contexts}))
+    typer.echo(f'Context "{name}" {"modified" if before else "created"}.')
+
+
+@config_app.command("delete-context")
+def delete_context(ctx: typer.Context, name: Annotated[str, typer.Argument(help="Context to delete.")]) -> None:
+    """Deletes a context (its cluster and user entries stay)."""
+    config, path = _path(ctx)
+    if config.context(name) is None:
+        _fail(f"error: cannot delete context {name}, not in {path}")
+    if name == config.current_context:
+        typer.echo('warning: this removed your active context; choose another with "cnet config use-context"', err=True)
+    update = {"contexts": [c for c in config.contexts if c.name != name]}
+    cnet_config.save(path, config.model_copy(update=update))
+    typer.echo(f"deleted context {name} from {path}")
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(message, err=True)
+    raise typer.Exit(1)

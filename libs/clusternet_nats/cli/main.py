@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Annotated, NoReturn, TypeVar
 
@@ -21,19 +23,23 @@ from clusternet_nats.api.paths import object_path
 from clusternet_nats.cli import approval as approval_cli
 from clusternet_nats.cli import config as cnet_config
 from clusternet_nats.cli import token as token_cli
+from clusternet_nats.cli import waiting
 from clusternet_nats.cli.apply import Target, apply_one, delete_one, load_files
 from clusternet_nats.cli.client import HubClient, HubError, Object, ssl_context
-from clusternet_nats.cli.columns import resource_name
 from clusternet_nats.cli.contexts import config_app
 from clusternet_nats.cli.describe import describe as describe_text
-from clusternet_nats.cli.get import OUTPUTS, Query, render
+from clusternet_nats.cli.get import Fetched, Request, check_output, follow, render
+from clusternet_nats.cli.printers import to_json, to_yaml
+from clusternet_nats.cli.resources import Resolver
+from clusternet_nats.cli.templates import TemplateError
+from clusternet_nats.cli.waiting import SUBSCRIPTION_NAMES, duration_option
 from rich.console import Console
 from rich.text import Text
 
 T = TypeVar("T")
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,
     no_args_is_help=True,
     help="Clusternet's objects, kubectl-style, through the hub's HTTP API.",
 )
@@ -44,6 +50,10 @@ FilesOption = Annotated[
     typer.Option("--filename", "-f", help="A YAML/JSON file or a directory of them; repeatable."),
 ]
 NamespaceOption = Annotated[str | None, typer.Option("--namespace", "-n", help="Namespace (default: default).")]
+RecursiveOption = Annotated[
+    bool, typer.Option("--recursive", "-R", help="Also the files in the directories' subdirectories.")
+]
+SelectorOption = Annotated[str, typer.Option("--selector", "-l", help="Label selector, e.g. app=web,env!=dev.")]
 
 
 @dataclass
@@ -122,6 +132,8 @@ def _run(ctx: typer.Context, work: Callable[[HubClient], Awaitable[T]]) -> T:
         return asyncio.run(main())
     except HubError as err:
         _fail(str(err))
+    except KeyboardInterrupt:  # Ctrl-C ends `get -w` and `wait` as it ends kubectl's
+        raise typer.Exit(130) from None
 
 
 def _kind(name: str) -> KindInfo:
@@ -131,9 +143,9 @@ def _kind(name: str) -> KindInfo:
         _fail(f"error: {err}")
 
 
-def _load(paths: Sequence[Path]) -> list[Target]:
+def _load(paths: Sequence[Path], recursive: bool) -> list[Target]:
     try:
-        return [Target.of(obj) for obj in load_files(paths)]
+        return [Target.of(obj) for obj in load_files(paths, recursive)]
     except ObjectErrors as err:
         for error in err.errors:
             _error(f"error: {error}")
@@ -149,12 +161,15 @@ async def _each(lines: Sequence[Callable[[], Awaitable[str]]]) -> bool:
     failed = False
     for line in lines:
         try:
-            typer.echo(await line())
+            text = await line()
         except HubError as err:
             if not err.code:  # the hub is unreachable: nothing after this can succeed
                 raise
             _error(str(err))
             failed = True
+        else:
+            if text:
+                typer.echo(text)
     return failed
 
 
@@ -162,59 +177,101 @@ async def _each(lines: Sequence[Callable[[], Awaitable[str]]]) -> bool:
 def apply(
     ctx: typer.Context,
     filenames: FilesOption = None,
+    recursive: RecursiveOption = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate locally; send nothing.")] = False,
 ) -> None:
-    """Create or update objects from files (ordinary Kubernetes objects become Manifests)."""
+    """Create or update objects from files or stdin (`-f -`); ordinary Kubernetes objects become Manifests."""
     if not filenames:
         _fail("error: must specify one of -f and --filename")
-    targets = _load(filenames)
+    targets = _load(filenames, recursive)
     if dry_run:
         for target in targets:
             typer.echo(target.validated())
         return
-    if _run(ctx, lambda client: _each([functools.partial(apply_one, client, t) for t in targets])):
+
+    async def work(client: HubClient) -> bool:
+        resolver = Resolver(client)
+        return await _each([functools.partial(apply_one, client, t, resolver) for t in targets])
+
+    if _run(ctx, work):
         raise typer.Exit(1)
 
 
 @app.command()
 def get(
     ctx: typer.Context,
-    kinds: Annotated[str, typer.Argument(help="Kind(s), comma-separated: subs, mcls, desc, chart, ...")],
-    names: Annotated[list[str] | None, typer.Argument(help="Names; all objects when none.")] = None,
+    args: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="KIND[,KIND...] [NAME...] | KIND/NAME...",
+            help="subs, mcls, desc, deploy (applied kinds), subscriptions.apps.clusternet.io, all, clusternet...",
+        ),
+    ],
     namespace: NamespaceOption = None,
     all_namespaces: Annotated[bool, typer.Option("--all-namespaces", "-A", help="Across all namespaces.")] = False,
-    output: Annotated[str | None, typer.Option("--output", "-o", help="wide, yaml, json or name.")] = None,
-    selector: Annotated[str, typer.Option("--selector", "-l", help="Label selector, e.g. app=web,env!=dev.")] = "",
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", help="wide, yaml, json, name, jsonpath=TEMPLATE, custom-columns=SPEC."),
+    ] = None,
+    selector: SelectorOption = "",
+    watch: Annotated[bool, typer.Option("--watch", "-w", help="After the list, print each change.")] = False,
 ) -> None:
-    """Show objects as tables, or as YAML/JSON."""
-    infos = [_kind(kind) for kind in kinds.split(",") if kind]
-    if output is not None and output not in OUTPUTS:
-        _fail(f"error: unable to match a printer suitable for the output format {output!r}; use {', '.join(OUTPUTS)}")
-    if names and all_namespaces:
+    """Show objects as tables, or as YAML/JSON/templates; -w follows changes."""
+    try:
+        check_output(output)
+    except TemplateError as err:
+        _fail(f"error: {err}")
+    request = _request(args, None if all_namespaces else namespace or "default", selector)
+    if request.named and all_namespaces:
         _fail("error: a resource cannot be retrieved by name across all namespaces")
-    query = Query(infos, names or [], None if all_namespaces else namespace or "default", selector)
-    results = _run(ctx, query.fetch)
-    text = render(results, output, all_namespaces, single=len(infos) == 1 and len(query.names) == 1)
-    if text:
-        typer.echo(text)
-    elif not names and output not in ("yaml", "json"):
-        scoped = not all_namespaces and any(i.namespaced for i in infos)
-        _stderr.print(f"No resources found{f' in {query.namespace} namespace' if scoped else ''}.")
-    missing = [err for result in results for err in result.missing]
-    for err in missing:
-        _error(str(err))
+
+    async def work(client: HubClient) -> list[Fetched]:
+        results = await request.fetch(client)
+        _show(results, request, output, all_namespaces)
+        if watch:
+            if len(results) != 1:
+                raise HubError("you may only specify a single resource type to watch")
+            await follow(client, request, results[0], output, typer.echo)
+        return results
+
+    missing = [missed for result in _run(ctx, work) for missed in result.missing]
+    for missed in missing:
+        _error(str(missed))
     if missing:
         raise typer.Exit(1)
+
+
+def _request(args: list[str], namespace: str | None, selector: str = "") -> Request:
+    try:
+        return Request.parse(args, namespace, selector)
+    except HubError as err:
+        _fail(str(err))
+
+
+def _show(results: list[Fetched], request: Request, output: str | None, all_namespaces: bool) -> None:
+    try:
+        text = render(results, output, all_namespaces, single=request.single)
+    except TemplateError as err:
+        _fail(f"error: {err}")
+    if text:
+        typer.echo(text)
+    elif not request.named and output not in ("yaml", "json"):
+        scoped = not all_namespaces and any(r.resource.namespaced for r in results)
+        _stderr.print(f"No resources found{f' in {request.namespace} namespace' if scoped else ''}.")
 
 
 @app.command()
 def describe(
     ctx: typer.Context,
-    kind: Annotated[str, typer.Argument(help="Kind: subs, mcls, desc, chart, ...")],
-    name: Annotated[str, typer.Argument(help="Name of the object.")],
+    kind: Annotated[str, typer.Argument(help="Kind: subs, mcls, desc, chart, ... (or KIND/NAME)")],
+    name: Annotated[str | None, typer.Argument(help="Name of the object.")] = None,
     namespace: NamespaceOption = None,
 ) -> None:
     """Show one object in detail, with its Events."""
+    if name is None:
+        kind, _, name = kind.partition("/")
+    if not name:
+        _fail("error: give the name of the object to describe (KIND NAME or KIND/NAME)")
     info = _kind(kind)
     ns = _namespace(info, namespace)
 
@@ -229,23 +286,133 @@ def describe(
 @app.command()
 def delete(
     ctx: typer.Context,
-    args: Annotated[list[str] | None, typer.Argument(metavar="[KIND NAME...]", help="Kind and name(s).")] = None,
+    args: Annotated[
+        list[str] | None, typer.Argument(metavar="[KIND NAME... | KIND/NAME...]", help="Kind and name(s).")
+    ] = None,
     filenames: FilesOption = None,
+    recursive: RecursiveOption = False,
     namespace: NamespaceOption = None,
+    all_: Annotated[bool, typer.Option("--all", help="Every object of the kind in the namespace.")] = False,
+    selector: SelectorOption = "",
+    ignore_not_found: Annotated[
+        bool, typer.Option("--ignore-not-found", help="An object that is not there is not an error.")
+    ] = False,
 ) -> None:
-    """Delete objects by kind and name, or those described in files."""
+    """Delete objects by kind and name, by --all or -l, or those described in files."""
     if bool(filenames) == bool(args):
         _fail("error: give either KIND NAME... or -f FILE, not both and not neither")
     if filenames:
-        items = [(t.path, t.resource, t.name) for t in _load(filenames)]
-    else:
-        assert args is not None
-        if len(args) < 2:
-            _fail(f"error: give the name(s) of the {args[0]} to delete")
-        info = _kind(args[0])
-        ns = _namespace(info, namespace)
-        items = [(object_path(info, ns, name), resource_name(info), name) for name in args[1:]]
-    if _run(ctx, lambda client: _each([functools.partial(delete_one, client, *i) for i in items])):
+        files = [(t.path, t.resource, t.name) for t in _load(filenames, recursive)]
+
+        async def from_files(client: HubClient) -> bool:
+            lines = [functools.partial(delete_one, client, *i, ignore_not_found) for i in files]
+            return await _each(lines)
+
+        if _run(ctx, from_files):
+            raise typer.Exit(1)
+        return
+    assert args is not None
+    request = _request(args, namespace or "default", selector)
+    everything = all_ or bool(selector)
+    if request.named == everything:
+        _fail("error: give the name(s) to delete, or --all, or -l SELECTOR (not with names)")
+
+    async def work(client: HubClient) -> bool:
+        items: list[tuple[str, str, str]] = []
+        for resource, names in await request.resolve(client):
+            if everything:
+                listed = await client.list_at(resource.collection(request.namespace), selector)
+                names = [obj["metadata"]["name"] for obj in listed.get("items") or []]
+            items += [(resource.path(request.namespace, name), resource.name, name) for name in names]
+        if not items and not ignore_not_found:
+            _stderr.print("No resources found")
+        return await _each([functools.partial(delete_one, client, *i, ignore_not_found) for i in items])
+
+    if _run(ctx, work):
+        raise typer.Exit(1)
+
+
+@app.command()
+def version(
+    ctx: typer.Context,
+    client_only: Annotated[bool, typer.Option("--client", help="Only the client's version.")] = False,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="yaml or json.")] = None,
+) -> None:
+    """The client's version and the hub's (`/version`)."""
+    client_version = {"gitVersion": f"v{package_version('clusternet-nats')}", "platform": sys.platform}
+    data: Object = {"clientVersion": client_version}
+    if not client_only:
+        data["serverVersion"] = _run(ctx, lambda client: client.get("/version"))
+    if output in ("yaml", "json"):
+        typer.echo(to_yaml(data).rstrip("\n") if output == "yaml" else to_json(data))
+        return
+    if output is not None:
+        _fail(f"error: --output must be 'yaml' or 'json', not {output!r}")
+    typer.echo(f"Client Version: {client_version['gitVersion']}")
+    if "serverVersion" in data:
+        typer.echo(f"Server Version: {data['serverVersion'].get('gitVersion', '')}")
+
+
+@app.command()
+def wait(
+    ctx: typer.Context,
+    args: Annotated[list[str], typer.Argument(metavar="KIND NAME... | KIND/NAME...", help="What to wait for.")],
+    for_: Annotated[
+        str, typer.Option("--for", help="condition=<Type>[=<status>] (status default True), or delete.")
+    ],
+    namespace: NamespaceOption = None,
+    timeout: Annotated[str, typer.Option("--timeout", help="How long to wait: 30s, 5m, 1h.")] = "30s",
+) -> None:
+    """Waits until each object has a condition (or is gone), as kubectl wait; exit 1 on timeout."""
+    seconds = duration_option("--timeout", timeout)
+    try:
+        condition = waiting.Condition.parse(for_)
+    except ValueError as err:
+        _fail(f"error: {err}")
+    request = _request(args, namespace or "default")
+    if not request.named:
+        _fail("error: give the name(s) of the objects to wait for")
+
+    async def work(client: HubClient) -> list[str]:
+        lines = []
+        for resource, names in await request.resolve(client):
+            for name in names:
+                lines.append(await waiting.wait(client, resource, request.namespace, name, condition, seconds))
+        return lines
+
+    for line in _run(ctx, work):
+        typer.echo(line)
+
+
+rollout_app = typer.Typer(help="How a Subscription's rollout is going.", no_args_is_help=True)
+app.add_typer(rollout_app, name="rollout")
+
+
+@rollout_app.command("status")
+def rollout_status(
+    ctx: typer.Context,
+    args: Annotated[list[str], typer.Argument(metavar="subs NAME | subs/NAME", help="The Subscription.")],
+    namespace: NamespaceOption = None,
+    watch: Annotated[
+        str, typer.Option("--watch", "-w", help="true: follow until done or failed; false: print once.")
+    ] = "true",
+    timeout: Annotated[str, typer.Option("--timeout", help="Give up after this long (0: never).")] = "0s",
+) -> None:
+    """Per-cluster releases done and failures with their reason, until every release is done."""
+    seconds = duration_option("--timeout", timeout)
+    if watch.lower() not in ("true", "false"):
+        raise typer.BadParameter(f"{watch!r} is not true or false", param_hint="'--watch'")
+    request = _request(args, namespace or "default")
+    if not (request.single and request.words[0][0].lower() in SUBSCRIPTION_NAMES):
+        _fail("error: rollout status takes one Subscription: cnet rollout status subs NAME")
+    name = request.words[0][1][0]
+    info = resolve("subscription")
+
+    async def work(client: HubClient) -> bool:
+        follow = watch.lower() == "true"
+        return await waiting.rollout(client, info, request.namespace, name, typer.echo, follow, seconds)
+
+    if not _run(ctx, work):
         raise typer.Exit(1)
 
 
@@ -259,12 +426,13 @@ app.add_typer(token_app, name="token")
 def token_create(
     ctx: typer.Context,
     ttl: Annotated[
-        float | None, typer.Option("--ttl", min=1, help="Seconds until it expires (default: never).")
-    ] = None,
+        str, typer.Option("--ttl", help="How long it lasts: 24h, 30m, 1h30m; 0 for never (kubeadm's default: 24h).")
+    ] = "24h",
     description: Annotated[str, typer.Option("--description", help="What it is for.")] = "",
 ) -> None:
     """Prints a new token, `[a-z0-9]{6}.[a-z0-9]{16}`; it is shown only now."""
-    created = _run(ctx, lambda client: token_cli.create(client, ttl, description))
+    seconds = duration_option("--ttl", ttl)
+    created = _run(ctx, lambda client: token_cli.create(client, seconds or None, description))
     typer.echo(created.token)
 
 
@@ -307,8 +475,46 @@ def deny(
     _decide(ctx, kind, name, False, reason)
 
 
+GLOBAL_OPTIONS = frozenset(
+    {
+        "--config",
+        "--context",
+        "--server",
+        "-s",
+        "--token",
+        "--certificate-authority",
+        "--client-certificate",
+        "--client-key",
+    }
+)
+GLOBAL_FLAGS = frozenset({"--insecure-skip-tls-verify"})
+
+
+def hoist_global_options(argv: list[str]) -> list[str]:
+    """kubectl takes `--server` and its like anywhere on the line; Typer only before the command, so
+    they are moved there (`--server=X` and `--server X` alike); nothing after `--` moves."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest += argv[i:]
+            break
+        name = arg.partition("=")[0]
+        if arg in GLOBAL_FLAGS or (name in GLOBAL_OPTIONS and "=" in arg):
+            front.append(arg)
+        elif arg in GLOBAL_OPTIONS and i + 1 < len(argv):
+            front += argv[i : i + 2]
+            i += 1
+        else:
+            rest.append(arg)
+        i += 1
+    return front + rest
+
+
 def main() -> None:
-    app()
+    app(args=hoist_global_options(sys.argv[1:]), prog_name="cnet")
 
 
 if __name__ == "__main__":
