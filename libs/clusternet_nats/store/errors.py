@@ -32,3 +32,12 @@ class IntakeRefusedError(StoreError):
     def __init__(self, bucket: str, key: str, code: int, reason: str) -> None:
         super().__init__(f"the hub refused writing {bucket} {key!r} ({code}): {reason}")
         self.bucket, self.key, self.code = bucket, key, code
+
+
+class UndecodableError(StoreError):
+    """A stored value that no longer decodes (written by hand, or before a limit existed): reported,
+    skipped by lists and watches, and deletable by its key (`revision` is the one to delete)."""
+
+    def __init__(self, bucket: str, key: str, revision: int, detail: str) -> None:
+        super().__init__(f"the stored value of {bucket} {key!r} (revision {revision}) cannot be decoded: {detail}")
+        self.bucket, self.key, self.revision = bucket, key, revision

@@ -38,10 +38,10 @@ import structlog
 from clusternet_nats.api.intake import DELIVERY_HEARTBEAT
 from clusternet_nats.api.registration import agent_consumer_name
 from clusternet_nats.store.domain import api_prefix
-from clusternet_nats.store.errors import IntakeRefusedError
+from clusternet_nats.store.errors import IntakeRefusedError, UndecodableError
 from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.store.keys import kv_stream, kv_subject_prefix, subject_matches
-from clusternet_nats.store.kv import is_deletion
+from clusternet_nats.store.kv import UNDECODABLE, is_deletion
 from clusternet_nats.store.pull import PullReader, PushReader
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -261,8 +261,11 @@ class Informer(Generic[T]):
             return
         try:
             value = self.decode(key, msg.data, seq)
-        except Exception as err:
-            self._log.warning("informer.undecodable", key=key, revision=seq, error=str(err))
+        except UndecodableError:  # reported (logged and counted) where it was decoded
+            return
+        except Exception as err:  # kept at its last decodable value, if any: never a stop of the feed
+            UNDECODABLE[self.bucket] += 1
+            self._log.warning("informer.undecodable", key=key, revision=seq, error=str(err)[:300])
             return
         self._cache[key] = value
         self._revisions[key] = seq

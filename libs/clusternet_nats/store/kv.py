@@ -28,14 +28,16 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+import structlog
 from clusternet_nats.api.meta import KubeObject, utcnow
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.store.domain import api_prefix
-from clusternet_nats.store.errors import AlreadyExistsError, ConflictError
+from clusternet_nats.store.errors import AlreadyExistsError, ConflictError, UndecodableError
 from clusternet_nats.store.errors import NotFoundError as ObjectNotFoundError
 from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.store.keys import kv_stream, kv_subject_prefix, object_key
@@ -43,7 +45,12 @@ from nats.js import JetStreamContext
 from nats.js.api import DEFAULT_PREFIX, AckPolicy, ConsumerConfig, DeliverPolicy, Header
 from nats.js.errors import APIError, KeyNotFoundError
 from nats.js.kv import KV_DEL, KV_MARKER_REASON, KV_OP, KV_PURGE, KeyValue
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+
+log = structlog.get_logger(__name__)
+
+UNDECODABLE: Counter[str] = Counter()
+"""Stored values met that could not be decoded, by bucket (`cnet_undecodable_records_total`)."""
 
 CONTENT_TYPE = "Content-Type"
 JSON_CONTENT_TYPE = "application/json"
@@ -245,10 +252,26 @@ class ObjectStore(Generic[K]):
     def key_of(self, obj: KubeObject) -> str:
         return self.key(obj.metadata.namespace, obj.name)
 
-    def decode(self, data: bytes, revision: int) -> K:
-        obj = self.model.model_validate_json(data)
+    def decode(self, data: bytes, revision: int, key: str = "") -> K:
+        """The stored object; UndecodableError (logged and counted) for a value that does not
+        decode, so that one bad record is reported where it is met instead of breaking a read."""
+        try:
+            obj = self.model.model_validate_json(data)
+        except (ValidationError, ValueError) as err:
+            UNDECODABLE[self.info.bucket] += 1
+            detail = str(err).splitlines()[-1][:300] if str(err) else type(err).__name__
+            log.warning("store.undecodable", bucket=self.info.bucket, key=key, revision=revision, error=detail)
+            raise UndecodableError(self.info.bucket, key, revision, detail) from None
         obj.metadata.resource_version = str(revision)
         return obj
+
+    def decodable(self, entries: list[tuple[str, bytes, int]]) -> list[tuple[str, K]]:
+        """(key, object) of each entry that decodes; the others are reported by `decode` and left out."""
+        out = []
+        for key, data, revision in entries:
+            with contextlib.suppress(UndecodableError):
+                out.append((key, self.decode(data, revision, key)))
+        return out
 
     @staticmethod
     def encode(obj: KubeObject) -> bytes:
@@ -258,8 +281,9 @@ class ObjectStore(Generic[K]):
         return stored.to_json()
 
     async def get(self, namespace: str | None, name: str) -> K | None:
-        found = await self.bucket.get(self.key(namespace, name))
-        return None if found is None else self.decode(*found)
+        key = self.key(namespace, name)
+        found = await self.bucket.get(key)
+        return None if found is None else self.decode(*found, key)
 
     async def require(self, namespace: str | None, name: str) -> K:
         obj = await self.get(namespace, name)
@@ -269,8 +293,7 @@ class ObjectStore(Generic[K]):
 
     async def list(self, namespace: str | None = None) -> list[K]:
         key_filter = f"{namespace}.>" if namespace and self.info.namespaced else ">"
-        entries = sorted(await self.bucket.entries(key_filter))
-        return [self.decode(data, revision) for _, data, revision in entries]
+        return [obj for _, obj in self.decodable(sorted(await self.bucket.entries(key_filter)))]
 
     async def create(self, obj: K) -> K:
         obj = obj.model_copy(deep=True)

@@ -90,8 +90,7 @@ class ObjectViews:
             self._all(self._bindings if has_binding(info) else None, key_filter),
         )
         out = []
-        for key, data, revision in sorted(entries):
-            obj = store.decode(data, revision)
+        for key, obj in store.decodable(sorted(entries)):
             out.append(_merge(info, obj, statuses[0].get(key), bindings[0].get(key)))
         positions = (position, *(p for found, p in (statuses, bindings) if p is not None))
         return out, positions

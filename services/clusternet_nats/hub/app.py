@@ -13,9 +13,10 @@ import nats.errors
 import structlog
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
+from clusternet_nats.api import all_kinds
 from clusternet_nats.hub.auth.gate import GATE, Gate
 from clusternet_nats.hub.discovery import Discovery
-from clusternet_nats.hub.errors import ApiError
+from clusternet_nats.hub.errors import ApiError, undecodable
 from clusternet_nats.hub.events import Events
 from clusternet_nats.hub.predictor_routes import PredictorRoutes
 from clusternet_nats.hub.registration.http import ApprovalRoutes, TokenRoutes
@@ -26,6 +27,8 @@ from clusternet_nats.hub.writes import Writer
 from clusternet_nats.runtime.health import add_health_routes
 from clusternet_nats.runtime.metrics import Metrics
 from clusternet_nats.store.buckets import MAX_VALUE_BYTES
+from clusternet_nats.store.errors import UndecodableError
+from clusternet_nats.store.kv import UNDECODABLE
 from clusternet_nats.store.views import ObjectViews
 from nats.aio.client import Client as NATS
 
@@ -39,6 +42,8 @@ def _errors_and_metrics(metrics: Metrics) -> Middleware:
             response = await handler(request)
         except ApiError as err:
             response = err.response()
+        except UndecodableError as err:
+            response = undecodable(err).response()
         except web.HTTPException as exc:  # unknown path or method: aiohttp's own answer, as a Status
             response = ApiError(exc.status, exc.reason.replace(" ", ""), exc.text or exc.reason).response()
         except nats.errors.Error as err:  # NATS unreachable or slow: worth a retry, unlike a 500
@@ -53,6 +58,10 @@ def _errors_and_metrics(metrics: Metrics) -> Middleware:
     return middleware
 
 
+def _count_of(bucket: str) -> Callable[[], float]:
+    return lambda: float(UNDECODABLE[bucket])
+
+
 def make_app(nc: NATS, metrics: Metrics, ready: Callable[[], bool], gate: Gate) -> web.Application:
     """Every route sits behind `gate` (authentication, then authorization), inside the error
     middleware so that refusals too are Status objects and counted."""
@@ -62,6 +71,8 @@ def make_app(nc: NATS, metrics: Metrics, ready: Callable[[], bool], gate: Gate) 
         client_max_size=MAX_VALUE_BYTES,
     )
     app[GATE] = gate
+    for bucket in sorted({info.bucket for info in all_kinds()}):
+        metrics.gauge_fn(f'undecodable_records_total{{bucket="{bucket}"}}', _count_of(bucket))
 
     add_health_routes(app, nc, ready, metrics)
     Events(js).add_routes(app)

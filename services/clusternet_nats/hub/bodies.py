@@ -12,8 +12,9 @@ import asyncio
 from typing import Any
 
 from aiohttp import web
-from clusternet_nats.api import KindInfo, KubeObject, ObjectError, parse_object
+from clusternet_nats.api import KindInfo, KubeObject, ObjectError, ObjectErrors, parse_object
 from clusternet_nats.api.yamljson import DecodeError, load_json, load_yaml
+from clusternet_nats.domain.admission import refusals
 from clusternet_nats.hub.errors import bad_request, invalid
 
 YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml"})
@@ -67,8 +68,12 @@ def agree_with_path(body: dict[str, Any], info: KindInfo, namespace: str | None,
 
 
 def parse(body: dict[str, Any]) -> KubeObject:
-    """The typed object, or a 422 Status listing every invalid field."""
+    """The typed object, or a 422 Status listing every invalid field (the model's, and what
+    kube-apiserver would refuse: domain/admission.py)."""
     try:
+        refused = refusals(body)
+        if refused:
+            raise ObjectErrors(refused)
         return parse_object(body)
     except ObjectError as err:
         api_version = body.get("apiVersion")

@@ -13,6 +13,7 @@ from typing import Any
 from aiohttp import web
 from clusternet_nats.api import KindInfo, ObjectError, ObjectErrors
 from clusternet_nats.store import AlreadyExistsError, ConflictError, NotFoundError
+from clusternet_nats.store.errors import UndecodableError
 
 
 class ApiError(Exception):
@@ -67,6 +68,12 @@ def conflict(info: KindInfo, name: str) -> ApiError:
         "please apply your changes to the latest version and try again",
         _object_details(info, name),
     )
+
+
+def undecodable(err: UndecodableError) -> ApiError:
+    """422 naming the bucket and key of a stored value that no longer decodes: not the hub's
+    failure (a 500), nor a retryable one; DELETE of that name removes it."""
+    return ApiError(422, "Invalid", f"{err}; delete it to recover", {"name": err.key, "group": "", "kind": err.bucket})
 
 
 def bad_request(message: str, field: str = "") -> ApiError:

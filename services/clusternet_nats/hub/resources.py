@@ -29,6 +29,7 @@ from clusternet_nats.hub.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, appl
 from clusternet_nats.hub.selectors import object_selector
 from clusternet_nats.hub.watch import Watches, format_version, read_selected, spec_revision
 from clusternet_nats.hub.writes import Writer, Written
+from clusternet_nats.store.errors import UndecodableError
 from clusternet_nats.store.views import ObjectViews
 
 _BASE = "/apis/{group}/{version}"
@@ -231,7 +232,10 @@ class Resources:
     async def delete(self, request: web.Request) -> web.Response:
         info, namespace = self._kind(request, one_namespace=True)
         options = await delete_options(request)
-        obj = await self.writer.delete(info, namespace, request.match_info["name"], options)
+        try:
+            obj = await self.writer.delete(info, namespace, request.match_info["name"], options)
+        except UndecodableError as err:
+            return web.json_response(await self.writer.delete_undecodable(info, err, options))
         return object_response(obj)
 
     async def get_status(self, request: web.Request) -> web.Response:

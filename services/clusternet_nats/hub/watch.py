@@ -27,6 +27,7 @@ from clusternet_nats.api import KindInfo, KubeObject
 from clusternet_nats.hub.errors import ApiError, bad_request
 from clusternet_nats.hub.selectors import ObjectSelector
 from clusternet_nats.hub.tables import table, table_version
+from clusternet_nats.store.errors import UndecodableError
 from clusternet_nats.store.keys import namespace_filter, split_key
 from clusternet_nats.store.views import ObjectViews
 from clusternet_nats.store.watch import BucketGone, Change, bucket_revision, watch_bucket
@@ -189,13 +190,18 @@ class Watches:
                     log.warning("watch.stream_failed", kind=stream.info.kind, error=repr(result))
 
     async def _read(self, info: KindInfo, index: int, change: Change) -> KubeObject | None:
-        """The object as users see it after `change`; None for a deletion or a status without object."""
-        if index == 0:
-            if change.data is None:
-                return None
-            return await self.views.view(info, self.views.store(info).decode(change.data, change.revision))
-        namespace, name = split_key(change.key, info.namespaced)
-        return await self.views.get(info, namespace or None, name)
+        """The object as users see it after `change`; None for a deletion, a status without object
+        or a value that does not decode (reported by the store, and left out as lists leave it)."""
+        try:
+            if index == 0:
+                if change.data is None:
+                    return None
+                obj = self.views.store(info).decode(change.data, change.revision, change.key)
+                return await self.views.view(info, obj)
+            namespace, name = split_key(change.key, info.namespaced)
+            return await self.views.get(info, namespace or None, name)
+        except UndecodableError:
+            return None
 
 
 async def _feed(index: int, source: AsyncIterator[Change], queue: asyncio.Queue[tuple[int, Change]]) -> None:

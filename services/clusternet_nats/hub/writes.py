@@ -17,9 +17,10 @@ from typing import Any
 import structlog
 from clusternet_nats.api import KindInfo, KubeObject
 from clusternet_nats.hub.deletion import DeleteOptions, orphan, wait_for_dependents
-from clusternet_nats.hub.errors import already_exists, conflict, not_found, store_errors
+from clusternet_nats.hub.errors import already_exists, bad_request, conflict, not_found, store_errors
 from clusternet_nats.hub.watch import spec_revision
 from clusternet_nats.store import AlreadyExistsError, ConflictError
+from clusternet_nats.store.errors import UndecodableError
 from clusternet_nats.store.views import ObjectViews
 
 log = structlog.get_logger(__name__)
@@ -124,3 +125,21 @@ class Writer:
         if options.propagation == "Foreground" and not await wait_for_dependents(self.views, info, obj):
             log.warning("delete.dependents_remain", kind=info.kind, object=obj.namespaced_name())
         return obj
+
+    async def delete_undecodable(self, info: KindInfo, err: UndecodableError, options: DeleteOptions) -> dict[str, Any]:
+        """Deletes a stored value that no longer decodes (the one way to recover it through the
+        API), at the revision that was read; kube-apiserver's Status of a completed delete."""
+        if options.uid or options.resource_version:
+            raise bad_request("preconditions cannot be checked against a stored value that does not decode",
+                              "preconditions")
+        if not options.dry_run:
+            with store_errors(info, err.key):
+                await self.views.store(info).bucket.delete(err.key, err.revision)
+            log.warning("delete.undecodable", bucket=err.bucket, key=err.key, revision=err.revision)
+        return {
+            "apiVersion": "v1",
+            "kind": "Status",
+            "metadata": {},
+            "status": "Success",
+            "details": {"name": err.key, "group": info.group, "kind": info.plural},
+        }
