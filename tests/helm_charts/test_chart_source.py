@@ -93,6 +93,8 @@ async def test_oci_registry(source: ChartSource, oci_registry: OciRegistry) -> N
     missing = await source.find(oci_registry.url, GREETER, "9.9.9", plain_http=True)
     assert not missing.found
     assert missing.reason == f"not found a version matched 9.9.9 for chart {oci_registry.url}/{GREETER}"
+    latest = await source.find(oci_registry.url, GREETER, None, plain_http=True)
+    assert latest.found and latest.version == "0.2.0"
     unknown = await source.find(oci_registry.url, "nosuch", "0.1.0", plain_http=True)
     assert not unknown.found and unknown.reason.startswith("not found a version matched 0.1.0")
 

@@ -108,7 +108,9 @@ class ChartSource:
     async def find_oci(
         self, repo: str, chart: str, version: str | None, *, plain_http: bool = False, auth: Credentials | None = None
     ) -> ChartLookup:
-        """The tag must exist as given (Clusternet's FindOCIChart compares tags exactly)."""
+        """The tag must exist as given (Clusternet's FindOCIChart compares tags exactly); with no
+        version, any release tag will do, since Helm then installs the latest (Clusternet reports
+        NotFound there though Helm would install it)."""
         host, _, path = repo[len(OCI_SCHEME) :].rstrip("/").partition("/")
         name = f"{path}/{chart}" if path else chart
         url = f"{'http' if plain_http else 'https'}://{host}/v2/{name}/tags/list"
@@ -136,6 +138,9 @@ class ChartSource:
                 tags = [str(t) for t in (body.get("tags") or [])] if isinstance(body, dict) else []
                 if wanted in tags:
                     return ChartLookup(True, version=version)
+                latest = None if wanted else best_match(None, [t.replace("_", "+") for t in tags])
+                if latest is not None:  # no version: Helm installs the latest, so it is found
+                    return ChartLookup(True, version=latest)
         except (aiohttp.ClientError, TimeoutError, ValueError) as err:
             return ChartLookup(False, f"{missing}: {type(err).__name__}: {err}".rstrip(": "))
         return ChartLookup(False, missing)
