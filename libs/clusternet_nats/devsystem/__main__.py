@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -118,6 +119,16 @@ def up(
     ] = 1,
 ) -> None:
     """Run the system in the foreground until Ctrl-C."""
+    wanted = {hub_port: "the hub (--hub-port)"}
+    wanted |= {nats_port + i: f"NATS server {i} (--nats-port {nats_port}..)" for i in range(nats_cluster)}
+    busy = [f"port {port} for {what} is already in use" for port, what in wanted.items() if port_taken(port)]
+    if busy:
+        typer.echo(
+            "cannot start: " + "; ".join(busy) + ". Stop what holds it (a previous `make up`?) or choose other "
+            "ports: python -m clusternet_nats.devsystem up --hub-port 18080 --nats-port 14222",
+            err=True,
+        )
+        raise typer.Exit(1)
     system = System(
         workdir,
         sim_clusters=clusters,
@@ -137,10 +148,16 @@ def up(
     except ConfigError as err:  # the user's config is broken: leave it alone, point at ours
         config = system.cnet_config
         written = f"{err.args[0].removeprefix('error: ')}; left as it is: use cnet --config {config}"
+    health = "\n".join(
+        f"  {name:<12} http://127.0.0.1:{service.health_port}/readyz" for name, service in system.services.items()
+    )
     typer.echo(
         f"Clusternet-NATS is up: hub {system.hub_url}, NATS {system.nats_url}, {clusters} simulated clusters.\n"
-        f"{written}; the hub's CA is {system.hub_ca}.\n"
-        f"In another terminal:  cnet apply -f examples/replication\n"
+        f"Health (and /metrics) of each service:\n{health}\n"
+        f"Admin credentials: {written}; the admin token is also in {system.hub_token_file} "
+        f"and the hub's CA is {system.hub_ca}.\n"
+        f"In another terminal:  export PATH={Path(sys.executable).parent}:$PATH\n"
+        f"                      cnet apply -f examples/replication\n"
         f"                      cnet get subs,mcls,desc -A\n"
         f"                      nats --server {system.nats_url} kv ls\n"
         f"{nats_servers(system)}"
@@ -155,6 +172,16 @@ def up(
     finally:
         system.stop()
         typer.echo("stopped")
+
+
+def port_taken(port: int) -> bool:
+    """Whether something already listens on `port` (on any address), so `up` can say so before starting."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("0.0.0.0", port))  # checking the port, not serving on it
+        except OSError:
+            return True
+    return False
 
 
 def nats_servers(system: System) -> str:
