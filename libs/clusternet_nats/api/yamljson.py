@@ -182,6 +182,12 @@ def _jsonable(value: Any, document: int) -> Any:
         raise DecodeError(f"{err.path}: {err.reason}" if err.path else err.reason, document) from None
 
 
+def bounded(value: Any) -> Any:
+    """`value` (already parsed elsewhere, e.g. an apiserver's JSON) held to the same limits and
+    JSON-only types as what this module reads: a fresh copy, or DecodeError."""
+    return _jsonable(value, 1)
+
+
 def load_yaml_documents(data: str | bytes) -> list[Any]:
     """Every document of a YAML stream (JSON is YAML), None for an empty one; numbered from 1 in errors."""
     docs: list[Any] = []
@@ -214,4 +220,4 @@ def load_json(data: str | bytes) -> Any:
     return _jsonable(doc, 1)
 
 
-__all__ = ["MAX_DEPTH", "MAX_NODES", "DecodeError", "load_json", "load_yaml", "load_yaml_documents"]
+__all__ = ["MAX_DEPTH", "MAX_NODES", "DecodeError", "bounded", "load_json", "load_yaml", "load_yaml_documents"]

@@ -52,7 +52,9 @@ def _go_div(a: int, b: int) -> int:
 
 def static_divide(replicas: int, weights: Sequence[int]) -> list[int]:
     """Clusternet's staticDivideReplicas: floors of the weighted shares, then one each of the
-    leftovers to the clusters of highest weight (ties to the earlier cluster)."""
+    leftovers to the clusters of highest weight (ties to the earlier cluster). A negative count
+    (refused at admission, but one stored before that rule) divides as none, never as negative shares."""
+    replicas = max(replicas, 0)
     total = sum(weights)
     shares = [weight * replicas // total for weight in weights]
     remain = replicas - sum(shares)

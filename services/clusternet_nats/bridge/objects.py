@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from clusternet_nats.api import KubeObject, parse_object
+from clusternet_nats.api import KubeObject, ObjectError, ObjectErrors, parse_object
+from clusternet_nats.api.yamljson import DecodeError, bounded
+from clusternet_nats.domain.admission import refusals
 from clusternet_nats.kube.rest import Json
 from clusternet_nats.store import object_key
 
@@ -50,10 +52,21 @@ def user_intent(obj: Json, keep: tuple[str, ...]) -> Json:
 
 
 def to_model(obj: Json, keep: tuple[str, ...] = OUR_KIND_METADATA) -> KubeObject:
-    """A Clusternet kind, or any other object wrapped as a Manifest; raises ObjectError."""
+    """A Clusternet kind, or any other object wrapped as a Manifest; raises ObjectError. Held to
+    the limits and admission rules the hub's door applies (api/yamljson.py, domain/admission.py),
+    so what the bridge publishes can always be read back."""
     meta = metadata(obj)
     source = f"{obj.get('kind')} {meta.get('namespace', '')}/{meta.get('name', '')} on the parent apiserver"
-    return parse_object(user_intent(obj, keep), source=source)
+    try:
+        intent = bounded(user_intent(obj, keep))
+    except DecodeError as err:
+        raise ObjectError(str(err), source=source) from None
+    refused = refusals(intent)
+    if refused:
+        for error in refused:
+            error.source = source
+        raise ObjectErrors(refused)
+    return parse_object(intent, source=source)
 
 
 def finalizers(obj: Json) -> list[str]:
