@@ -11,10 +11,8 @@ when pruning. helm talks to the child's API server with the agent's kubeconfig.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ from clusternet_nats.agent.backends.kube.ownership import Kind, owner_hash
 from clusternet_nats.api.apps import HelmOptions, HelmRelease, HelmReleaseStatus
 from clusternet_nats.api.labels import APPLIED_BY_DESCRIPTION
 from clusternet_nats.domain.helmreleases import DEPLOYED, values_of
-from clusternet_nats.helm.render import ChartRef, HelmError
+from clusternet_nats.helm.render import ChartRef, HelmError, run_helm
 
 RELEASE_KIND: Kind = ("helm.sh/v3", "Release")
 """How the owner records and ApplyOutcome name a Helm release (it is no API kind)."""
@@ -92,22 +90,8 @@ class Helm:
         self.kubeconfig = kubeconfig
 
     async def _run(self, *args: str, input: str | None = None) -> str:
-        argv = [self.binary, *args]
-        if self.kubeconfig is not None:
-            argv += ["--kubeconfig", str(self.kubeconfig)]
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-            )
-        except OSError as err:
-            raise HelmError(f"cannot run {self.binary}: {err}") from None
-        out, errors = await proc.communicate(input.encode() if input is not None else None)
-        if proc.returncode != 0:
-            raise HelmError(errors.decode().strip() or f"{args[0]} exited {proc.returncode}")
-        return out.decode()
+        kubeconfig = ("--kubeconfig", str(self.kubeconfig)) if self.kubeconfig is not None else ()
+        return await run_helm(self.binary, *args, *kubeconfig, input=input)
 
     async def status(self, name: str, namespace: str) -> dict[str, Any] | None:
         """helm's JSON of the release; None when there is no such release."""
