@@ -43,20 +43,21 @@ class ChartLookup:
 
 
 class ChartSource:
-    """One aiohttp session for every lookup; TLS is not verified (Clusternet sets
-    InsecureSkipTLSverify for chart repositories too)."""
+    """One aiohttp session for every lookup. TLS is verified against the system's CAs (or
+    `ca_file`): Clusternet skips verification for chart repositories, but a hub that trusts any
+    certificate would report a spoofed repository's chart as Found; `plainHTTP` stays the way to
+    reach a repository without TLS."""
 
-    def __init__(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT, ca_file: str | None = None) -> None:
         self.timeout = aiohttp.ClientTimeout(total=timeout)
+        self.ca_file = ca_file
         self._session: aiohttp.ClientSession | None = None
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            insecure = ssl.create_default_context()
-            insecure.check_hostname = False
-            insecure.verify_mode = ssl.CERT_NONE
+            verified = ssl.create_default_context(cafile=self.ca_file)
             self._session = aiohttp.ClientSession(
-                timeout=self.timeout, connector=aiohttp.TCPConnector(ssl=insecure, limit=16)
+                timeout=self.timeout, connector=aiohttp.TCPConnector(ssl=verified, limit=16)
             )
         return self._session
 
