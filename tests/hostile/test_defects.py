@@ -158,3 +158,32 @@ async def test_an_undecodable_stored_record_is_skipped_reported_and_deletable(
     async with http.get(subs_path(unique_ns, "broken")) as resp:
         await refused(resp, 404)
     assert await names(http, subs_path(unique_ns)) == ["good"]
+
+
+async def test_a_patch_cannot_nest_what_it_patches_past_the_limit(http: aiohttp.ClientSession, unique_ns: str) -> None:
+    """Each part within the limit, the result not: refused (422), never stored unreadable."""
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "deepish", "namespace": unique_ns},
+            "data": nested(90)}
+    async with http.post(SHADOW_OBJECTS_PATH, json=body) as resp:
+        assert resp.status == 201, await resp.text()
+        name = (await resp.json())["metadata"]["name"]
+    path = f"{MANIFESTS}/{name}"
+    async with http.get(path) as resp:
+        before = await resp.json()
+    pointer = "/template/data" + "/a" * 89 + "/a"  # a JSON patch's path is text: the patch is shallow
+    patch = [{"op": "add", "path": pointer, "value": nested(50)}]
+    headers = {"Content-Type": "application/json-patch+json"}
+    async with http.patch(path, data=json.dumps(patch), headers=headers) as resp:
+        status = await refused(resp, 422)
+    assert "nested deeper than" in status["message"]
+    async with http.get(path) as resp:
+        assert await resp.json() == before
+
+
+async def test_a_large_yaml_body_is_parsed_off_the_event_loop(http: aiohttp.ClientSession, unique_ns: str) -> None:
+    data = "".join(f"  key{i}: value number {i}\n" for i in range(60_000))  # ~1.6 MB of YAML
+    text = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n  namespace: {unique_ns}\ndata:\n{data}"
+    async with probing(http) as prober, http.post(SHADOW_OBJECTS_PATH, data=text, headers=YAML) as resp:
+        assert resp.status == 201, await resp.text()
+    assert prober.answers >= 2, "the prober was not running while the body was parsed"
+    assert prober.slowest < 1.0, f"/healthz took {prober.slowest:.2f}s while a large body was parsed"

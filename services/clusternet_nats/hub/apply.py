@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 from clusternet_nats.api import KindInfo
-from clusternet_nats.hub.bodies import agree_with_path, decode, dry_run, parse
+from clusternet_nats.hub.bodies import agree_with_path, decode, dry_run, parse, within_limits
 from clusternet_nats.hub.errors import ApiError, bad_request
 from clusternet_nats.hub.watch import spec_revision
 from clusternet_nats.hub.writes import Writer, Written
@@ -149,8 +149,8 @@ def dotted(path: Path) -> str:
     return out
 
 
-def _applied_config(raw: bytes, info: KindInfo, namespace: str | None, name: str) -> dict[str, Any]:
-    config = decode(raw, "the apply patch", yaml=True)
+async def _applied_config(raw: bytes, info: KindInfo, namespace: str | None, name: str) -> dict[str, Any]:
+    config = await decode(raw, "the apply patch", yaml=True)
     if not isinstance(config, dict):
         raise bad_request("an apply patch must be a Kubernetes object (a mapping)")
     for field in ("apiVersion", "kind"):
@@ -195,7 +195,7 @@ async def server_side_apply(
     if force_text not in ("true", "false", "1", "0"):
         raise bad_request(f"must be true or false, not {force_text!r}", "force")
     force = force_text in ("true", "1")
-    config = _applied_config(raw, info, namespace, name)
+    config = await _applied_config(raw, info, namespace, name)
     pinned = (config.get("metadata") or {}).get("resourceVersion")
     applied = _owned_fields(config)
     for attempt in range(_RETRIES):
@@ -219,7 +219,7 @@ async def server_side_apply(
         released = (paths_of(mine.get("fieldsV1")) if mine else set()) - applied - still_owned
         for path in sorted(released, key=_key_field_last):
             remove(doc, path)
-        doc = merge(doc, {k: v for k, v in config.items() if k != "status"})
+        doc = within_limits(merge(doc, {k: v for k, v in config.items() if k != "status"}), "the applied object")
         kept = []
         for entry in others:
             left = paths_of(entry.get("fieldsV1")) - taken

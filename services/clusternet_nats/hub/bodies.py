@@ -9,39 +9,59 @@ and what contradicts it is a 400 naming the field, as kube-apiserver does.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from aiohttp import web
 from clusternet_nats.api import KindInfo, KubeObject, ObjectError, ObjectErrors, parse_object
-from clusternet_nats.api.yamljson import DecodeError, load_json, load_yaml
+from clusternet_nats.api.yamljson import DecodeError, bounded, load_json, load_yaml
 from clusternet_nats.domain.admission import refusals
-from clusternet_nats.hub.errors import bad_request, invalid
+from clusternet_nats.hub.errors import ApiError, bad_request, invalid
 
 YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml"})
 
 
+INLINE_BYTES = 64 * 1024
+"""Bodies up to this size are parsed on the event loop (faster than a hop to a thread); larger
+ones in `_PARSERS`, so that parsing a hostile or merely large body never stalls `/healthz`."""
+
+_PARSERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hub-body-parser")
+"""Bounded: many large bodies at once queue here instead of each taking a thread and its memory."""
+
+
+async def _off_loop(load: Callable[[bytes], Any], raw: bytes) -> Any:
+    if len(raw) <= INLINE_BYTES:
+        return load(raw)
+    return await asyncio.get_running_loop().run_in_executor(_PARSERS, load, raw)
+
+
 async def read_body(request: web.Request) -> dict[str, Any]:
     """The body as a mapping; malformed or non-UTF-8 JSON/YAML, or a non-mapping, is a 400."""
-    load = load_yaml if request.content_type in YAML_TYPES else load_json
-    try:
-        data = await asyncio.to_thread(load, await request.read())
-    except DecodeError as err:
-        raise bad_request(f"the request body is not valid {_format(request)}: {err}") from None
+    yaml = request.content_type in YAML_TYPES
+    data = await decode(await request.read(), "the request body", yaml=yaml)
     if not isinstance(data, dict):
         raise bad_request(f"the request body must be a Kubernetes object (a mapping), not {type(data).__name__}")
     return data
 
 
-def decode(raw: bytes, what: str, yaml: bool = False) -> Any:
-    """`raw` as JSON (or YAML, which JSON is too); a 400 saying what it should have been."""
+async def decode(raw: bytes, what: str, yaml: bool = False) -> Any:
+    """`raw` as JSON (or YAML, which JSON is too), under api/yamljson.py's limits; a 400 saying
+    what it should have been."""
     try:
-        return (load_yaml if yaml else load_json)(raw)
+        return await _off_loop(load_yaml if yaml else load_json, raw)
     except DecodeError as err:
         raise bad_request(f"{what} is not valid {'YAML' if yaml else 'JSON'}: {err}") from None
 
 
-def _format(request: web.Request) -> str:
-    return "YAML" if request.content_type in YAML_TYPES else "JSON"
+def within_limits(body: dict[str, Any], what: str) -> dict[str, Any]:
+    """`body` made by the hub from stored state and a request (a patch's result) held to the
+    reader's limits, so that what is stored can always be read back; a 422 naming the limit."""
+    try:
+        checked: dict[str, Any] = bounded(body)
+    except DecodeError as err:
+        raise ApiError(422, "Invalid", f"{what} is invalid: {err}") from None
+    return checked
 
 
 def _agree(mapping: dict[str, Any], key: str, expected: str, field: str) -> None:

@@ -73,7 +73,7 @@ def _precondition(info: KindInfo, obj: KubeObject, what: str) -> ApiError:
 async def delete_options(request: web.Request) -> DeleteOptions:
     """The options from the body (optional) and the query; 400 naming a field that is wrong."""
     raw = await request.read()
-    body = decode(raw, "the DeleteOptions body") if raw.strip() else {}
+    body = await decode(raw, "the DeleteOptions body") if raw.strip() else {}
     if not isinstance(body, dict):
         raise bad_request("the request body must be a DeleteOptions object")
     policy = request.query.get("propagationPolicy") or body.get("propagationPolicy") or "Background"

@@ -12,7 +12,7 @@ from typing import Any
 
 import jsonpatch
 from clusternet_nats.domain.patches import merge_patch
-from clusternet_nats.hub.bodies import decode
+from clusternet_nats.hub.bodies import decode, within_limits
 from clusternet_nats.hub.errors import ApiError, bad_request
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -34,10 +34,11 @@ def unsupported(content_type: str) -> ApiError:
     return ApiError(415, "UnsupportedMediaType", message)
 
 
-def apply_patch(current: dict[str, Any], content_type: str, raw: bytes) -> dict[str, Any]:
+async def apply_patch(current: dict[str, Any], content_type: str, raw: bytes) -> dict[str, Any]:
     """`current` with a merge or JSON patch applied; 400 for a body that is not one, 422 for a
-    JSON patch that does not apply (a failed `test`, a missing path)."""
-    patch = decode(raw, "the patch")
+    JSON patch that does not apply (a failed `test`, a missing path) or whose result is over the
+    reader's limits (a patch can nest deeper than either part did)."""
+    patch = await decode(raw, "the patch")
     if content_type == MERGE_PATCH:
         if not isinstance(patch, dict):
             raise bad_request(f"a merge patch must be a JSON object, not {type(patch).__name__}")
@@ -51,4 +52,4 @@ def apply_patch(current: dict[str, Any], content_type: str, raw: bytes) -> dict[
             raise ApiError(422, "Invalid", f"the JSON patch could not be applied: {err}") from None
     if not isinstance(result, dict):
         raise bad_request("the patched object must be a JSON object")
-    return result
+    return within_limits(result, "the patched object")

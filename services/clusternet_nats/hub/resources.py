@@ -215,7 +215,7 @@ class Resources:
             raise unsupported(content_type)
         for attempt in range(_PATCH_RETRIES):
             current = await self._current(info, namespace, name)
-            patched = apply_patch(current.to_json_dict(), content_type, raw)
+            patched = await apply_patch(current.to_json_dict(), content_type, raw)
             named = (patched.get("metadata") or {}).get("resourceVersion")
             pinned = named is not None and named != current.metadata.resource_version
             obj = parse(agree_with_path(patched, info, namespace, name))
