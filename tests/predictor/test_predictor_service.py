@@ -3,6 +3,8 @@ not yet running, the batch, per-cluster and unscheduled requests, and its cache 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from clusternet_nats.api.apps import (
     Description,
     DescriptionStatus,
@@ -28,12 +30,13 @@ from clusternet_nats.predictor.service import build
 from clusternet_nats.store import BINDINGS_BUCKET, ObjectStore, StatusStore, object_key
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
-from clusternet_nats.testing.waiting import eventually
+from clusternet_nats.testing.waiting import eventually, holds
 from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
 from nats.js import JetStreamContext
 
 FEED = "apps/v1/Deployment/demo/web"
+KIND = {"apiVersion": "apps.clusternet.io/v1alpha1"}
 
 
 def shape(cpu: str, **more: object) -> ReplicaRequirements:
@@ -170,3 +173,74 @@ async def test_predicts_from_nodes_and_reservations(
 
         found = await eventually(unplaced, 10, what="the unscheduled replicas")
         assert found == [UnscheduledReplicas(subscription=f"{unique_ns}/app", feed=FEED, replicas=4)]
+
+
+async def test_a_reservation_holds_until_the_inventory_counts_its_pods(
+    nats_server: NatsServer, nc: NATS, js: JetStreamContext, unique_ns: str
+) -> None:
+    """The window of issue 9: the status reports the replicas ready before the agent's next node
+    inventory counts their pods. They stay reserved until that inventory counts them."""
+    edge, key = f"{unique_ns}/edge", object_key(unique_ns, "edge")
+    desc_key = object_key(unique_ns, "app-abcde-generic")
+    inventories = StatusStore(js, NODE_INVENTORIES_BUCKET, NodeInventory)
+    size = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+
+    def inventory(pods: int) -> NodeInventory:
+        requested = {"cpu": f"{pods * 500}m", "pods": str(pods)}
+        node = NodeInventoryItem(name="n0", allocatable=size, requested=requested, pods_by_description={desc_key: pods})
+        return NodeInventory(cluster_id=f"id-{unique_ns}", nodes=[node])
+
+    revision = await inventories.put(key, inventory(0), 0)
+    async with running_service("clusternet-predictor", build, nats_server.url):
+
+        async def room_for(want: int) -> bool:
+            found = await predict(nc, [edge], shape("500m"))
+            return found is not None and found.clusters[edge].replicas == [want]
+
+        async def reserved() -> int:
+            msg = await nc.request(UNSCHEDULED_SUBJECT, UnscheduledRequest(cluster=edge).to_json(), timeout=2)
+            return sum(item.replicas for item in UnscheduledReply.model_validate_json(msg.data).items)
+
+        await eventually(lambda: room_for(8), 10, what="an empty node")
+        order = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "demo", "name": "web"}
+        feeds = [{**order, "desiredReplicas": 3, "replicaRequirements": shape("500m").to_json_dict()}]
+        body = {"metadata": {"name": "app", "namespace": unique_ns}, "spec": {"feeds": feeds}}
+        finv = FeedInventory.model_validate({**KIND, "kind": "FeedInventory", **body})
+        await ObjectStore(js, KindInfo.of(FeedInventory)).create(finv)
+        binding = SubscriptionBinding(
+            subscription_uid=f"uid-{unique_ns}", spec_hash=1, binding_clusters=[edge], replicas={FEED: [3]}
+        )
+        await StatusStore(js, BINDINGS_BUCKET, SubscriptionBinding).put(object_key(unique_ns, "app"), binding, 0)
+        await eventually(lambda: room_for(5), 10, what="three replicas reserved")
+
+        labels = {"apps.clusternet.io/subs.uid": f"uid-{unique_ns}", "clusters.clusternet.io/cluster-name": "edge"}
+        description = Description.model_validate(
+            {
+                **KIND,
+                "kind": "Description",
+                "metadata": {"name": "app-abcde-generic", "namespace": unique_ns, "labels": labels},
+                "spec": {"deployer": "Generic"},
+            }
+        )
+        await ObjectStore(js, KindInfo.of(Description)).create(description)
+        reported = ManifestStatus(**order, observed_status={"readyReplicas": 3})  # type: ignore[arg-type]
+        await StatusStore(js, "descriptions-status", DescriptionStatus).put(
+            desc_key, DescriptionStatus(manifest_statuses=[reported]), 0
+        )
+        # Ready in the status, not yet in the inventory: still reserved, whatever the timing.
+        await eventually(lambda: room_for(5), 10)
+        await holds(lambda: room_for(5), 1.0, "the ready replicas stay reserved until the inventory counts them")
+        assert await reserved() == 3
+
+        # Two of the pods counted: the third is still reserved; all three: the inventory alone. The
+        # room never changes, since every replica is counted exactly once: reserved or requested.
+        revision = await inventories.put(key, inventory(2), revision)
+        await eventually(lambda: _equals(reserved, 1), 10, what="two counted, one reserved")
+        assert await room_for(5)
+        revision = await inventories.put(key, inventory(3), revision)
+        await eventually(lambda: _equals(reserved, 0), 10, what="three counted, none reserved")
+        assert await room_for(5)
+
+
+async def _equals(get: Callable[[], Awaitable[int]], want: int) -> bool:
+    return await get() == want

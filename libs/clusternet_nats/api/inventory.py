@@ -9,7 +9,9 @@ changed, so a quiet cluster costs the hub no writes.
 Per node it holds what a fit needs, as a kube-scheduler would read it: labels (nodeSelector and
 required node affinity), taints (tolerations), whether it is cordoned, allocatable and what its
 pods request, `pods` included on both sides (pod slots: allocatable `pods` is the capacity,
-requested `pods` the count of pods placed).
+requested `pods` the count of pods placed), and how many of those pods each Description's
+workloads own (`podsByDescription`), so the predictor can tell which bound replicas the
+inventory already counts and reserve exactly the rest (predictor/reservations.py).
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ class NodeInventoryItem(Model):
     allocatable: dict[str, Quantity] = Field(default_factory=dict)
     requested: dict[str, Quantity] = Field(default_factory=dict)
     """What the pods placed on the node request (`pods`: how many); allocatable minus this is free."""
+    pods_by_description: dict[str, int] | None = None
+    """Of the pods counted in `requested`, how many each Description (its key, `<namespace>.<name>`,
+    the owner the agent applied them for) owns; None from an agent that does not count them."""
     taints: list[Taint] = Field(default_factory=list)
     unschedulable: bool = False
     """Cordoned (`spec.unschedulable`): as Kubernetes, only pods tolerating

@@ -121,6 +121,7 @@ class StatusCollector:
                 requested=n.requested,
                 taints=list(n.taints),
                 unschedulable=n.unschedulable,
+                pods_by_description=n.pods_by_description,
             )
             for n in facts.nodes
         ]

@@ -1,14 +1,29 @@
-"""Replicas bound to a cluster but not running there yet: room the predictor must not offer twice.
+"""Replicas bound to a cluster but not counted by its node inventory yet: room the predictor must
+not offer twice.
 
 The scheduler writes a binding (per feed, the replicas given to each cluster) long before the
-agent's pods land and the node inventory counts them. Until then those replicas are reserved:
-assigned minus what the cluster reports ready for that feed (the Description status's observed
-`readyReplicas`, `availableReplicas` where not given; a Job's pods active or finished). A pod placed but not ready yet is counted
-both in the node's requested and here, for a moment: the predictor errs towards less room.
+agent's pods land, and the pods that land are in the node inventory's `requested` only from the
+agent's next collection. Reserving `assigned - ready` (ready as the Description status reports
+it) left a window: the status says ready before the inventory counts the pods, and in between
+those replicas were counted nowhere, so a re-evaluation offered their room again (issue 9).
+
+So a reservation holds until the very inventory the predictor subtracts from counts the replicas:
+the agent reports, per node, how many of the pods in `requested` each Description owns
+(`podsByDescription`, computed from the same listing as `requested`), and a feed reserves
+`assigned - landed`, where landed is what that inventory counts for the Description (plus, for a
+Job, pods already finished, which hold no room and are never in `requested`). Ready status plays
+no part: it can run ahead of the inventory, never behind it in a way that matters, since a pod
+not yet counted is still reserved. An inventory that does not count per Description (an agent
+that does not, or a backend that cannot label pods by owner) falls back to the ready status.
+
+A Description holding several feeds with replicas shares its counted pods among them in feed
+order, each up to what it was assigned: exact for one replicated feed per Description (dividing
+scheduling's case), and never counting one pod twice otherwise.
 
 Kept per Subscription and indexed per cluster with a generation counter, so a change to one
-binding or one Description status touches only its clusters, and the predictor's cache of a
-cluster's room stays valid while that cluster's reservations and inventory do not change.
+binding, one Description status or one cluster's inventory touches only its clusters, and the
+predictor's cache of a cluster's room stays valid while that cluster's reservations and inventory
+do not change.
 """
 
 from __future__ import annotations
@@ -34,14 +49,15 @@ class Pending:
     """None when the feed's requirements cannot be read: nothing to place, still listed."""
 
 
-Running = Callable[[str, FeedOrder], int]
-"""Ready replicas of a feed in a cluster (`ns/name`), as the cluster reports them."""
+Landed = Callable[[str, FeedOrder, int], int]
+"""Of `assigned` replicas of a feed bound to a cluster (`ns/name`), how many the cluster's node
+inventory already counts (or, without per-Description counts, its status reports ready)."""
 
 
 def pending_replicas(
-    subscription: str, binding: SubscriptionBinding | None, finv: FeedInventory | None, running: Running
+    subscription: str, binding: SubscriptionBinding | None, finv: FeedInventory | None, landed: Landed
 ) -> list[Pending]:
-    """Per bound cluster and feed with replicas, those assigned and not ready yet."""
+    """Per bound cluster and feed with replicas, those assigned and not landed yet."""
     if binding is None or finv is None:
         return []
     out = []
@@ -55,7 +71,7 @@ def pending_replicas(
         except RequirementError:
             demand = None
         for cluster, assigned in zip(binding.binding_clusters, shares, strict=False):
-            missing = assigned - running(cluster, order) if assigned else 0
+            missing = assigned - landed(cluster, order, assigned) if assigned else 0
             if missing > 0:
                 out.append(Pending(subscription, key, cluster, missing, demand))
     return out

@@ -52,7 +52,7 @@ from clusternet_nats.predictor.messages import (
     UNSCHEDULED_SUBJECT,
     parse_accommodation_subject,
 )
-from clusternet_nats.predictor.reservations import Pending, Reservations, pending_replicas
+from clusternet_nats.predictor.reservations import Landed, Pending, Reservations, pending_replicas
 from clusternet_nats.runtime.responder import Failure, Responder
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import BINDINGS_BUCKET, object_key, split_key
@@ -89,7 +89,27 @@ def ready_replicas(observed: dict[str, object] | None) -> int:
         found = observed.get(key)
         if isinstance(found, int):
             return found
-    return sum(n for key in ("active", "succeeded", "failed") if isinstance(n := observed.get(key), int))
+    active = observed.get("active")
+    return finished_replicas(observed) + (active if isinstance(active, int) else 0)
+
+
+def finished_replicas(observed: dict[str, object] | None) -> int:
+    """A Job's pods succeeded or failed: landed, holding no room, and so in no node's `requested`."""
+    observed = observed or {}
+    return sum(n for key in ("succeeded", "failed") if isinstance(n := observed.get(key), int))
+
+
+def counted_pods(inventory: NodeInventory | None, descriptions: list[str]) -> int | None:
+    """The pods the inventory counts in `requested` for these Descriptions; None when it does not
+    count pods per Description (then only the status can say what landed)."""
+    if inventory is None:
+        return None
+    total = 0
+    for node in inventory.nodes:
+        if node.pods_by_description is None:
+            return None
+        total += sum(node.pods_by_description.get(key, 0) for key in descriptions)
+    return total
 
 
 def _description_owner(desc: Description) -> set[Owner]:
@@ -118,6 +138,7 @@ class Predictor:
         self.reservations = Reservations()
         self._descriptions_by_owner: Index[Description, Owner] = Index(_description_owner)
         self._bindings_by_uid: Index[SubscriptionBinding, str] = Index(lambda b: {b.subscription_uid})
+        self._bindings_by_cluster: Index[SubscriptionBinding, str] = Index(lambda b: set(b.binding_clusters))
         self._clusters_by_id: Index[NodeInventory, str] = Index(lambda inv: {inv.cluster_id})
         self._rooms: dict[str, _Room] = {}
         self._keys: dict[str, tuple[str, str]] = {}
@@ -131,13 +152,18 @@ class Predictor:
     # -- keeping reservations ------------------------------------------------------------------
 
     def _inventory_changed(self, key: str, inventory: NodeInventory | None) -> None:
+        """What the cluster's pods request changed, and with it which bound replicas it counts."""
         self._clusters_by_id.update(key, inventory)
+        namespace, name = split_key(key, True)
+        cluster = f"{namespace}/{name}"
         if inventory is None:
-            namespace, name = split_key(key, True)
-            self._rooms.pop(f"{namespace}/{name}", None)
+            self._rooms.pop(cluster, None)
+        for sub_key in self._bindings_by_cluster.keys_for(cluster):
+            self._reserve(sub_key)
 
     def _binding_changed(self, key: str, binding: SubscriptionBinding | None) -> None:
         self._bindings_by_uid.update(key, binding)
+        self._bindings_by_cluster.update(key, binding)
         self._reserve(key)
 
     def _description_changed(self, key: str, desc: Description | None) -> None:
@@ -154,21 +180,32 @@ class Predictor:
         binding = self.bindings.get(sub_key)
         namespace, name = split_key(sub_key, True)
         subscription = f"{namespace}/{name}"
-        running = self._running(binding.subscription_uid if binding else "")
-        pending = pending_replicas(subscription, binding, self.feed_inventories.get(sub_key), running)
+        landed = self._landed(binding.subscription_uid if binding else "")
+        pending = pending_replicas(subscription, binding, self.feed_inventories.get(sub_key), landed)
         self.reservations.replace(subscription, pending)
 
-    def _running(self, uid: str) -> Callable[[str, FeedOrder], int]:
-        def running(cluster: str, order: FeedOrder) -> int:
-            ready = 0
-            for desc_key in self._descriptions_by_owner.keys_for((uid, cluster)):
+    def _landed(self, uid: str) -> Landed:
+        """Landed replicas of one Subscription's feeds (reservations.py): what each cluster's node
+        inventory counts for its Descriptions, shared among the feeds in order, plus a Job's
+        finished pods; the ready status only where the inventory does not count per Description."""
+        given: dict[str, int] = {}
+
+        def landed(cluster: str, order: FeedOrder, assigned: int) -> int:
+            descriptions = self._descriptions_by_owner.keys_for((uid, cluster))
+            observed = []
+            for desc_key in descriptions:
                 status = self.description_statuses.get(desc_key)
                 for reported in (status.manifest_statuses if status else None) or []:
                     if names_object(order, reported):
-                        ready += ready_replicas(reported.observed_status)
-            return ready
+                        observed.append(reported.observed_status)
+            counted = counted_pods(self.inventories.get(cluster_store_key(cluster)), descriptions)
+            if counted is None:
+                return sum(ready_replicas(o) for o in observed)
+            taken = min(assigned, max(counted - given.get(cluster, 0), 0))
+            given[cluster] = given.get(cluster, 0) + taken
+            return taken + sum(finished_replicas(o) for o in observed)
 
-        return running
+        return landed
 
     # -- predicting ----------------------------------------------------------------------------
 

@@ -57,6 +57,8 @@ class NodeFacts:
     requested: dict[str, str]
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
+    pods_by_description: dict[str, int] | None = None
+    """Of the pods in `requested`, how many each Description (owner) applied; None: not counted."""
 
 
 @dataclass(frozen=True)

@@ -208,7 +208,8 @@ class SimCluster:
 
     def _node_facts(self) -> list[NodeFacts]:
         used = self._placement.per_node or [(0, 0, 0)] * len(self.nodes)
-        return [node.facts(cpu, memory, pods) for node, (cpu, memory, pods) in zip(self.nodes, used, strict=True)]
+        owners = self._placement.owners or [{} for _ in self.nodes]
+        return [node.facts(*use, held) for node, use, held in zip(self.nodes, used, owners, strict=True)]
 
     # -- inside the cluster ----------------------------------------------------------------
 

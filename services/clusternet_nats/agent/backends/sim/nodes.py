@@ -33,11 +33,12 @@ class Node:
     labels: dict[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
 
-    def facts(self, cpu: int, memory: int, pods: int) -> NodeFacts:
-        """The node as a heartbeat reports it, with what its placed pods request."""
+    def facts(self, cpu: int, memory: int, pods: int, owners: dict[str, int]) -> NodeFacts:
+        """The node as a heartbeat reports it, with what its placed pods request and whose they are."""
         size = resources(self.cpu, self.memory, self.pods)
         requested = resources(cpu, memory, pods)
-        return NodeFacts(self.name, True, dict(self.labels), size, dict(size), requested, self.taints)
+        labels = dict(self.labels)
+        return NodeFacts(self.name, True, labels, size, dict(size), requested, self.taints, False, dict(owners))
 
 
 @dataclass(frozen=True)

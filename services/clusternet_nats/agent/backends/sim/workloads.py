@@ -76,19 +76,26 @@ class Placement:
     pending: int = 0
     per_node: list[tuple[int, int, int]] = field(default_factory=list)
     """(CPU, memory, pods) requested on each node, in the nodes' order."""
+    owners: list[dict[str, int]] = field(default_factory=list)
+    """Pods on each node per owning Description, in the nodes' order (the node inventory's
+    `podsByDescription`): placed and counted in the same recomputation, so never out of step."""
 
 
 def place(workloads: Iterable[SimObject], nodes: Sequence[Node]) -> Placement:
     """First-fit of every replica onto nodes, oldest workload first."""
     free = [[n.cpu, n.memory, n.pods] for n in nodes]
+    owners: list[dict[str, int]] = [{} for _ in nodes]
     out = Placement()
     for obj in sorted(workloads, key=lambda o: o.created):
         want, req = replicas(obj.body), pod_request(obj.body)
         ready = 0
         while ready < want:
-            slot = next((f for f in free if f[0] >= req.cpu and f[1] >= req.memory and f[2] > 0), None)
-            if slot is None:
+            i = next((i for i, f in enumerate(free) if f[0] >= req.cpu and f[1] >= req.memory and f[2] > 0), None)
+            if i is None:
                 break  # no node fits one more pod of this size
+            slot = free[i]
+            if obj.owner:
+                owners[i][obj.owner] = owners[i].get(obj.owner, 0) + 1
             slot[0] -= req.cpu
             slot[1] -= req.memory
             slot[2] -= 1
@@ -99,6 +106,7 @@ def place(workloads: Iterable[SimObject], nodes: Sequence[Node]) -> Placement:
         out.pods += ready
         out.pending += want - ready
     out.per_node = [(n.cpu - f[0], n.memory - f[1], n.pods - f[2]) for n, f in zip(nodes, free, strict=True)]
+    out.owners = owners
     return out
 
 
