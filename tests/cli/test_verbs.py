@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -326,3 +328,16 @@ async def test_rollout_status_follows_the_descriptions(
     assert printed(result)[-1] == 'subscription "web" successfully rolled out'
     wrong = await cnet("rollout", "status", "mcls", "web")
     assert wrong.exit_code == 1 and "takes one Subscription" in wrong.output
+
+
+def test_shell_completion_offers_commands_and_kinds() -> None:
+    def complete(words: str) -> list[str]:
+        env = {**os.environ, "_CNET_COMPLETE": "complete_bash", "COMP_WORDS": words}
+        env["COMP_CWORD"] = str(len(words.split()) - 1)
+        return subprocess.run([CNET], env=env, capture_output=True, text=True, check=True, timeout=60).stdout.split()
+
+    assert complete("cnet ro") == ["rollout"]
+    assert complete("cnet get su") == ["sub", "subs", "subscription", "subscriptions"]
+    assert "clusternet" in complete("cnet get c")
+    script = subprocess.run([CNET, "--show-completion", "bash"], capture_output=True, text=True, check=True)
+    assert "_cnet_completion" in script.stdout

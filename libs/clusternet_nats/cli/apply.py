@@ -119,25 +119,16 @@ def _same(current: dict[str, Any], wanted: dict[str, Any]) -> bool:
     return all(current.get(k) == v for k, v in wanted.items() if k not in ("metadata", "status"))
 
 
-async def _current(client: HubClient, path: str) -> dict[str, Any] | None:
-    try:
-        return await client.get(path)
-    except HubError as err:
-        if err.code == 404:
-            return None
-        raise
-
-
 async def apply_one(client: HubClient, target: Target, resolver: Resolver) -> str:
     """Creates or replaces one object; "unchanged" (and nothing sent) when it already is as written."""
     if target.shadowed is not None:
         body, put_at = target.shadowed, SHADOW_OBJECTS_PATH
         shadow = next((r for r in await resolver.shadow() if r.kind == body["kind"]), None)
         namespace = (body.get("metadata") or {}).get("namespace")
-        current = None if shadow is None else await _current(client, shadow.path(namespace, target.name))
+        current = None if shadow is None else await client.get_or_none(shadow.path(namespace, target.name))
     else:
         body, put_at = _body(target.obj), target.path
-        current = await _current(client, put_at)
+        current = await client.get_or_none(put_at)
     if current is not None and _same(current, body):
         return target.applied("unchanged")
     code, _ = await client.request("PUT", put_at, body)

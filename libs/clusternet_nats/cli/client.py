@@ -116,12 +116,25 @@ class HubClient:
     async def get(self, path: str) -> Object:
         return (await self.request("GET", path))[1]
 
+    async def get_or_none(self, path: str) -> Object | None:
+        """The object at `path`, None when there is none (404)."""
+        try:
+            return await self.get(path)
+        except HubError as err:
+            if err.code == 404:
+                return None
+            raise
+
     async def list_objects(self, info: KindInfo, namespace: str | None, selector: str = "") -> list[Object]:
         return list((await self.list_at(collection_path(info, namespace), selector)).get("items") or [])
 
-    async def list_at(self, path: str, selector: str = "") -> Object:
-        """The List at `path` (its items and metadata.resourceVersion, where a watch starts)."""
-        return (await self.request("GET", path, params={"labelSelector": selector} if selector else None))[1]
+    async def list_at(self, path: str, selector: str = "", field_selector: str = "") -> Object:
+        """The List at `path` (its items and metadata.resourceVersion, where a watch starts: unlike an
+        object's, a list's resourceVersion is a position in every bucket of the kind)."""
+        params = {"labelSelector": selector} if selector else {}
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        return (await self.request("GET", path, params=params or None))[1]
 
     async def watch(self, path: str, resource_version: str, selector: str = "") -> AsyncIterator[Object]:
         """The WatchEvents after `resource_version` (the hub's chunked stream), until it ends."""

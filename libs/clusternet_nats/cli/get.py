@@ -91,8 +91,7 @@ class Request:
             fetched.resource_version = str((data.get("metadata") or {}).get("resourceVersion") or "")
         for name in names:
             try:
-                fetched.objects.append(obj := await client.get(resource.path(self.namespace, name)))
-                fetched.resource_version = str(obj["metadata"].get("resourceVersion") or "")
+                fetched.objects.append(await client.get(resource.path(self.namespace, name)))
             except HubError as err:
                 if err.code != 404:
                     raise
@@ -139,7 +138,10 @@ async def follow(
     resource = fetched.resource
     names = set(next((names for _, names in request.words), []))
     path = resource.collection(request.namespace)
-    async for event in client.watch(path, fetched.resource_version, request.selector):
+    version = fetched.resource_version
+    if names:  # fetched by name: an object's resourceVersion is not a position in every bucket; a list's is
+        version = str(((await client.list_at(path, request.selector)).get("metadata") or {}).get("resourceVersion"))
+    async for event in client.watch(path, version, request.selector):
         kind, obj = event.get("type"), event.get("object") or {}
         if kind == "ERROR":
             raise HubError.from_status(int(obj.get("code") or 500), obj)

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Annotated, NoReturn, TypeVar
 
 import typer
-from clusternet_nats.api import KindInfo, ObjectErrors, UnknownKindError, resolve
+from clusternet_nats.api import KindInfo, ObjectErrors, UnknownKindError, all_kinds, resolve
 from clusternet_nats.api.paths import object_path
+from clusternet_nats.api.registry import CATEGORIES
 from clusternet_nats.cli import approval as approval_cli
 from clusternet_nats.cli import config as cnet_config
 from clusternet_nats.cli import token as token_cli
@@ -70,6 +71,12 @@ class Settings:
             config = cnet_config.load(self.config_path)
             self._client = cnet_config.settings(config, self.config_path, self.context, self.overrides)
         return self._client
+
+
+def complete_kind(incomplete: str) -> list[str]:
+    """Shell completion of a kind: every name of our kinds (the shadow kinds need the hub; not here)."""
+    names = {name for info in all_kinds() for name in info.names()} | {"all", *CATEGORIES}
+    return sorted(name for name in names if name.startswith(incomplete.lower()))
 
 
 @app.callback()
@@ -204,6 +211,7 @@ def get(
         list[str],
         typer.Argument(
             metavar="KIND[,KIND...] [NAME...] | KIND/NAME...",
+            autocompletion=complete_kind,
             help="subs, mcls, desc, deploy (applied kinds), subscriptions.apps.clusternet.io, all, clusternet...",
         ),
     ],

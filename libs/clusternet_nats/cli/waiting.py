@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import typer
 from clusternet_nats.api import KindInfo, resolve
 from clusternet_nats.api.labels import SUBS_NAME, SUBS_NAMESPACE
-from clusternet_nats.api.paths import collection_path, object_path
+from clusternet_nats.api.paths import collection_path
 from clusternet_nats.cli.client import HubClient, HubError, Object
 from clusternet_nats.cli.resources import Resource
 
@@ -74,13 +74,11 @@ class Condition:
         return False
 
 
-async def _get(client: HubClient, path: str) -> Object | None:
-    try:
-        return await client.get(path)
-    except HubError as err:
-        if err.code == 404:
-            return None
-        raise
+async def snapshot(client: HubClient, collection: str, name: str) -> tuple[Object | None, str]:
+    """One object (None: there is none) and the position to watch it from, read as a one-item list."""
+    listed = await client.list_at(collection, field_selector=f"metadata.name={name}")
+    items = list(listed.get("items") or [])
+    return (items[0] if items else None), str((listed.get("metadata") or {}).get("resourceVersion") or "")
 
 
 async def _events(client: HubClient, collection: str, name: str, version: str) -> AsyncIterator[Object]:
@@ -94,17 +92,16 @@ async def wait(
     client: HubClient, resource: Resource, namespace: str | None, name: str, condition: Condition, seconds: float
 ) -> str:
     """Waits for one object; the line kubectl prints, or HubError on timeout or a missing object."""
-    path = resource.path(namespace, name)
+    collection = resource.collection(namespace)
     done = f"{resource.name}/{name} condition met"
     try:
         async with asyncio.timeout(seconds or None):
-            obj = await _get(client, path)
+            obj, version = await snapshot(client, collection, name)
             if condition.met(obj):
                 return done
             if obj is None:
                 raise HubError(f'{resource.plural}.{resource.group} "{name}" not found', 404, "NotFound")
-            version = str(obj["metadata"].get("resourceVersion") or "")
-            async for event in _events(client, resource.collection(namespace), name, version):
+            async for event in _events(client, collection, name, version):
                 gone = event.get("type") == "DELETED"
                 if event.get("type") in ("ADDED", "MODIFIED", "DELETED") and condition.met(
                     None if gone else event.get("object")
@@ -182,23 +179,26 @@ async def rollout(
     selector = f"{SUBS_NAME}={name},{SUBS_NAMESPACE}={namespace}"
     shown: list[str] = []
 
+    subs_path = collection_path(info, namespace)
+
     async def look() -> tuple[bool | None, str, str]:
-        sub = await client.get(object_path(info, namespace, name))
+        sub, sub_rv = await snapshot(client, subs_path, name)
+        if sub is None:
+            raise HubError(f'subscriptions.{info.group} "{name}" not found', 404, "NotFound")
         listed = await client.list_at(descriptions_path, selector)
         lines, outcome = progress(sub, list(listed.get("items") or []))
         if lines != shown:
             for line in lines:
                 echo(line)
             shown[:] = lines
-        rv = str((listed.get("metadata") or {}).get("resourceVersion") or "")
-        return outcome, str(sub["metadata"].get("resourceVersion") or ""), rv
+        return outcome, sub_rv, str((listed.get("metadata") or {}).get("resourceVersion") or "")
 
     try:
         async with asyncio.timeout(seconds or None):
             outcome, sub_rv, desc_rv = await look()
             if outcome is not None or not watch:
                 return bool(outcome)
-            subs = _events(client, collection_path(info, namespace), name, sub_rv)
+            subs = _events(client, subs_path, name, sub_rv)
             descs = client.watch(descriptions_path, desc_rv, selector)
             async for _ in _merged(subs, descs):
                 outcome, _, _ = await look()
