@@ -136,11 +136,15 @@ class HubClient:
             params["fieldSelector"] = field_selector
         return (await self.request("GET", path, params=params or None))[1]
 
-    async def watch(self, path: str, resource_version: str, selector: str = "") -> AsyncIterator[Object]:
+    async def watch(
+        self, path: str, resource_version: str, selector: str = "", field_selector: str = ""
+    ) -> AsyncIterator[Object]:
         """The WatchEvents after `resource_version` (the hub's chunked stream), until it ends."""
         params = {"watch": "true", "resourceVersion": resource_version}
         if selector:
             params["labelSelector"] = selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
         timeout = aiohttp.ClientTimeout(total=None, connect=10)
         try:
             async with self.session.get(self.server + path, params=params, timeout=timeout) as resp:

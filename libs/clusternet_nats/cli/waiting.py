@@ -81,11 +81,9 @@ async def snapshot(client: HubClient, collection: str, name: str) -> tuple[Objec
     return (items[0] if items else None), str((listed.get("metadata") or {}).get("resourceVersion") or "")
 
 
-async def _events(client: HubClient, collection: str, name: str, version: str) -> AsyncIterator[Object]:
-    """The watch events of one object (filtered here: a deleted object's event carries its last state)."""
-    async for event in client.watch(collection, version):
-        if ((event.get("object") or {}).get("metadata") or {}).get("name") == name:
-            yield event
+def _events(client: HubClient, collection: str, name: str, version: str) -> AsyncIterator[Object]:
+    """The watch events of one object."""
+    return client.watch(collection, version, field_selector=f"metadata.name={name}")
 
 
 async def wait(
