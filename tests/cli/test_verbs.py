@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from clusternet_nats.api.apps import SubscriptionStatus
 from clusternet_nats.api.clusters import ManagedClusterStatus
+from clusternet_nats.api.labels import CLUSTER_NAME
 from clusternet_nats.api.meta import Condition, ConditionStatus, utcnow
 from clusternet_nats.cli.main import app, hoist_global_options
 from clusternet_nats.cli.templates import TemplateError, custom_columns, jsonpath
@@ -293,7 +294,10 @@ async def test_wait_for_condition_and_delete(
 
 def test_rollout_progress_says_what_each_cluster_did() -> None:
     sub = {"metadata": {"name": "web"}, "status": {"desiredReleases": 2, "completedReleases": 1}}
-    ok = {"metadata": {"name": "web-1", "namespace": "clusternet-a"}, "status": {"phase": "Success"}}
+    ok = {
+        "metadata": {"name": "web-1", "namespace": "clusternet-a", "labels": {CLUSTER_NAME: "a"}},
+        "status": {"phase": "Success"},
+    }
     failed = {
         "metadata": {"name": "web-2", "namespace": "clusternet-b"},
         "status": {"phase": "Failure", "reason": "namespaces \"shop\" not found"},
@@ -302,8 +306,8 @@ def test_rollout_progress_says_what_each_cluster_did() -> None:
     assert outcome is False
     assert lines == [
         'subscription "web": 1 of 2 releases done',
-        "  cluster namespace clusternet-a: Success",
-        '  cluster namespace clusternet-b: Failure: namespaces "shop" not found',
+        "  cluster a (web-1): Success",
+        '  cluster clusternet-b (web-2): Failure: namespaces "shop" not found',
     ]
     unscheduled = {"type": "Scheduled", "status": "False", "reason": "Unschedulable", "message": "no cluster fits"}
     sub["status"] = {"desiredReleases": 0, "conditions": [unscheduled]}

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import typer
 from clusternet_nats.api import KindInfo, resolve
-from clusternet_nats.api.labels import SUBS_NAME, SUBS_NAMESPACE
+from clusternet_nats.api.labels import CLUSTER_NAME, SUBS_NAME, SUBS_NAMESPACE
 from clusternet_nats.api.paths import collection_path
 from clusternet_nats.cli.client import HubClient, HubError, Object
 from clusternet_nats.cli.resources import Resource
@@ -111,13 +111,15 @@ async def wait(
 
 
 def _releases(descriptions: list[Object]) -> list[str]:
-    """One line per cluster: its Descriptions' phase, and the reason of any that failed."""
+    """One line per Description (one per cluster and deployer): its phase, and its reason unless Success."""
     lines = []
     for desc in sorted(descriptions, key=lambda d: (d["metadata"].get("namespace", ""), d["metadata"]["name"])):
         status = desc.get("status") or {}
         phase = status.get("phase") or "Pending"
         reason = f": {status['reason']}" if status.get("reason") and phase != "Success" else ""
-        lines.append(f"  cluster namespace {desc['metadata'].get('namespace', '')}: {phase}{reason}")
+        meta = desc["metadata"]
+        cluster = (meta.get("labels") or {}).get(CLUSTER_NAME) or meta.get("namespace", "")
+        lines.append(f"  cluster {cluster} ({meta['name']}): {phase}{reason}")
     return lines
 
 
