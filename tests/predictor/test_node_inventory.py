@@ -14,7 +14,8 @@ from clusternet_nats.agent.collector import LabelAggregation, StatusCollector
 from clusternet_nats.api.apps import ReplicaRequirements
 from clusternet_nats.api.inventory import NodeInventory
 from clusternet_nats.api.meta import Taint
-from clusternet_nats.predictor.fit import Demand, max_acceptable_replicas, rooms
+from clusternet_nats.domain.nodefit import Demand
+from clusternet_nats.predictor.fit import max_acceptable_replicas, rooms
 
 
 def test_taint_sets_parse_as_kubectl_writes_them() -> None:

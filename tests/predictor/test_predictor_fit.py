@@ -16,17 +16,15 @@ from typing import Any
 import pytest
 from clusternet_nats.api.apps import ReplicaRequirements, ResourceRequirements
 from clusternet_nats.api.inventory import NodeInventory, NodeInventoryItem
+from clusternet_nats.domain.nodefit import Demand, RequirementError, untolerated_taint
 from clusternet_nats.predictor.fit import (
     MAX_REPLICAS,
-    Demand,
     NodeRoom,
     NoFeasibleNodes,
-    RequirementError,
     max_acceptable_replicas,
     replicas_on,
     reserve,
     rooms,
-    untolerated_taint,
 )
 from clusternet_nats.predictor.messages import accommodation_subject, parse_accommodation_subject
 from clusternet_nats.predictor.service import ready_replicas

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from clusternet_nats.api.apps import FeedInventory, FeedOrder
 from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.domain.feeds import feed_key
-from clusternet_nats.predictor.fit import Demand, RequirementError
+from clusternet_nats.domain.nodefit import Demand, RequirementError
 
 
 @dataclass(frozen=True)

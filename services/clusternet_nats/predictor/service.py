@@ -5,10 +5,14 @@ cluster can still take (PREDICT, the scheduler's one batch call per Subscription
 one requirement one cluster can take (PREDICTOR, what the hub's HTTP `POST /replicas/predict`
 asks), and which replicas are not placed or not running yet (UNSCHEDULED).
 
-A cluster's room is its node inventory (fit.py) minus its reservations (reservations.py). Both
-are cached: the room left after reservations per (inventory revision, reservation generation),
-and each answer per (cluster, those two, requirement), so scheduling many Subscriptions of the
-same shape over 1,000 clusters costs a dictionary lookup per cluster until something changes.
+A cluster's room is its node inventory (fit.py) minus its reservations (reservations.py): the
+replicas bound to it that this same inventory does not count yet, by the pods per Description the
+agent reports with it, so a reservation ends exactly when the inventory takes the replicas over,
+never on a status that can run ahead of it. A new inventory revision therefore re-reckons the
+reservations of the Subscriptions bound to that cluster. Both are cached: the room left after
+reservations per (inventory revision, reservation generation), and each answer per (cluster,
+those two, requirement), so scheduling many Subscriptions of the same shape over 1,000 clusters
+costs a dictionary lookup per cluster until something changes.
 It subscribes only once its informers have listed, so nothing is answered from a cache still
 filling; the queue group lets any number of replicas share the requests.
 """
@@ -37,11 +41,10 @@ from clusternet_nats.api.predictor import (
 from clusternet_nats.api.quantity import QuantityError
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.domain.feeds import names_object
+from clusternet_nats.domain.nodefit import Demand, RequirementError
 from clusternet_nats.predictor.fit import (
-    Demand,
     NodeRoom,
     NoFeasibleNodes,
-    RequirementError,
     max_acceptable_replicas,
     reserve,
     rooms,

@@ -2,10 +2,11 @@
 
 Every replica of a Deployment, StatefulSet or ReplicaSet is a pod requesting the sum of its
 containers' requests (a container without one counts as 100m CPU / 128Mi, so nothing is free).
-Pods are placed first-fit onto nodes, workloads in creation order, and the whole placement is
-recomputed from scratch whenever a workload changes: deterministic, so the same objects always
-give the same statuses, and deleting one workload lets the pending pods of later ones in. A pod
-that is placed is ready; Jobs complete at once and hold no capacity.
+Pods are placed first-fit onto the nodes they may land on by the predictor's own rule
+(domain/nodefit.py: nodeSelector, required node affinity, taints), workloads in creation order,
+and the whole placement is recomputed from scratch whenever a workload changes: deterministic,
+so the same objects always give the same statuses, and deleting one workload lets the pending
+pods of later ones in. A pod that is placed is ready; Jobs complete at once and hold no capacity.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from clusternet_nats.agent.backends.base import ObjectRef
 from clusternet_nats.agent.backends.sim.nodes import Node
 from clusternet_nats.agent.backends.sim.store import Body, SimObject
 from clusternet_nats.api.quantity import milli_value, value
+from clusternet_nats.domain.nodefit import Demand, RequirementError, admits
+from clusternet_nats.domain.replicas import replica_requirements
 
 DEFAULT_CPU = milli_value("100m")
 DEFAULT_MEMORY = value("128Mi")
@@ -41,6 +44,8 @@ def is_job(ref: ObjectRef) -> bool:
 class PodRequest:
     cpu: int
     memory: int
+    demand: Demand
+    """Where the pod may land (its resources are `cpu` and `memory`, with the sim's defaults)."""
 
 
 def replicas(body: Body) -> int:
@@ -52,9 +57,14 @@ def replicas(body: Body) -> int:
 
 def pod_request(body: Body) -> PodRequest:
     """Raises ValueError naming the field when a request is not a valid quantity."""
-    containers = body.get("spec", {}).get("template", {}).get("spec", {}).get("containers") or []
+    pod_spec = body.get("spec", {}).get("template", {}).get("spec", {})
+    try:
+        demand = Demand.of(replica_requirements(pod_spec))
+    except RequirementError as err:
+        raise ValueError(f"spec.template.spec.{err}") from None
+    containers = pod_spec.get("containers") or []
     if not containers:
-        return PodRequest(DEFAULT_CPU, DEFAULT_MEMORY)
+        return PodRequest(DEFAULT_CPU, DEFAULT_MEMORY, demand)
     cpu = memory = 0
     for i, container in enumerate(containers):
         requests = (container.get("resources") or {}).get("requests") or {}
@@ -64,7 +74,7 @@ def pod_request(body: Body) -> PodRequest:
             memory += value(str(requests["memory"])) if "memory" in requests else DEFAULT_MEMORY
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from None
-    return PodRequest(cpu, memory)
+    return PodRequest(cpu, memory, demand)
 
 
 @dataclass
@@ -81,6 +91,11 @@ class Placement:
     `podsByDescription`): placed and counted in the same recomputation, so never out of step."""
 
 
+def fits(req: PodRequest, free: Sequence[int]) -> bool:
+    """One more pod of `req` fits a node with `free` (CPU, memory, pod slots) left."""
+    return free[0] >= req.cpu and free[1] >= req.memory and free[2] > 0
+
+
 def place(workloads: Iterable[SimObject], nodes: Sequence[Node]) -> Placement:
     """First-fit of every replica onto nodes, oldest workload first."""
     free = [[n.cpu, n.memory, n.pods] for n in nodes]
@@ -90,7 +105,7 @@ def place(workloads: Iterable[SimObject], nodes: Sequence[Node]) -> Placement:
         want, req = replicas(obj.body), pod_request(obj.body)
         ready = 0
         while ready < want:
-            i = next((i for i, f in enumerate(free) if f[0] >= req.cpu and f[1] >= req.memory and f[2] > 0), None)
+            i = next((i for i, f in enumerate(free) if fits(req, f) and admits(req.demand, nodes[i])), None)
             if i is None:
                 break  # no node fits one more pod of this size
             slot = free[i]
