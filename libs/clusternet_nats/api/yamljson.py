@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, cast
 
 import yaml
@@ -34,6 +35,10 @@ MAX_NODES = 1_000_000
 """Values in one text, an alias counting as every value it stands for."""
 
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_MAX_INT_BITS = 14_000
+"""About Python's 4300 decimal digits: a larger integer could be read (from hex) but never written as JSON."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""JSON's `\\ud800` escapes decode to code points UTF-8 cannot encode: such a value could never be stored."""
 
 
 class DecodeError(ValueError):
@@ -155,6 +160,8 @@ def _copy(value: Any, depth: int = 0) -> Any:
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
+            if _SURROGATE.search(key):
+                raise _NoJsonForm(f"the key {key!r} is not Unicode text (a lone surrogate)")
             try:
                 out[key] = _copy(item, depth + 1)
             except _NoJsonForm as err:
@@ -168,6 +175,10 @@ def _copy(value: Any, depth: int = 0) -> Any:
             except _NoJsonForm as err:
                 raise err.within(f"[{index}]") from None
         return items
+    if isinstance(value, str) and _SURROGATE.search(value):
+        raise _NoJsonForm(f"{value[:40]!r} is not Unicode text (a lone surrogate, which UTF-8 cannot hold)")
+    if isinstance(value, int) and value.bit_length() > _MAX_INT_BITS:  # e.g. YAML's 0x followed by 5000 digits
+        raise _NoJsonForm(f"an integer of {value.bit_length()} bits has no JSON form here")
     if value is None or isinstance(value, str | bool | int) or (isinstance(value, float) and math.isfinite(value)):
         return value
     raise _NoJsonForm(f"{value!r} ({type(value).__name__}) has no JSON form")
@@ -196,6 +207,8 @@ def load_yaml_documents(data: str | bytes) -> list[Any]:
             docs.append(doc)
     except yaml.YAMLError as err:
         raise _yaml_error(err, len(docs) + 1) from None
+    except ValueError as err:  # a scalar Python will not convert (an integer of over 4300 digits)
+        raise DecodeError(f"YAML: {err}", len(docs) + 1) from None
     return [_jsonable(doc, index) for index, doc in enumerate(docs, start=1)]
 
 
@@ -205,6 +218,8 @@ def load_yaml(data: str | bytes) -> Any:
         doc = yaml.load(_text(data, "YAML"), Loader=_Loader)
     except yaml.YAMLError as err:
         raise _yaml_error(err, 1) from None
+    except ValueError as err:
+        raise DecodeError(f"YAML: {err}", 1) from None
     return _jsonable(doc, 1)
 
 
@@ -217,6 +232,8 @@ def load_json(data: str | bytes) -> Any:
         raise DecodeError(f"malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}", 1) from None
     except RecursionError:
         raise DecodeError(f"nested deeper than {MAX_DEPTH} levels", 1) from None
+    except ValueError as err:  # an integer of over 4300 digits
+        raise DecodeError(f"JSON: {err}", 1) from None
     return _jsonable(doc, 1)
 
 
