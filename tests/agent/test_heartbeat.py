@@ -7,6 +7,7 @@ import uuid
 import pytest
 from clusternet_nats.agent.backends.base import NodeFacts
 from clusternet_nats.agent.backends.sim import Sizing
+from clusternet_nats.agent.backends.sim.nodes import well_known_labels
 from clusternet_nats.agent.cluster_agent import StatusSettings
 from clusternet_nats.agent.collector import AGENT_VERSION, LabelAggregation
 from clusternet_nats.agent.service import Agent, AgentOptions
@@ -92,7 +93,7 @@ async def test_heartbeat_reports_status_inventory_and_aggregated_labels(
         inventory = await eventually(lambda: inventories.get(key), 10, what="node inventory")
         assert inventory.value.cluster_id == ident.cluster_id
         assert [n.name for n in inventory.value.nodes] == [f"{ident.name}-node-{i}" for i in range(1, 6)]
-        assert inventory.value.nodes[4].labels == {ZONE: "b"}
+        assert inventory.value.nodes[4].labels == {**well_known_labels(f"{ident.name}-node-5"), ZONE: "b"}
         assert inventory.value.nodes[0].allocatable == {"cpu": "4", "memory": "8Gi", "pods": "110"}
         assert inventory.value.nodes[0].requested == {"cpu": "0", "memory": "0", "pods": "0"}
         # Written when it changes, not on every heartbeat.

@@ -2,8 +2,10 @@
 
 Allocatable equals capacity (no system reservations): the numbers users size with `--sim-nodes`,
 `--sim-node-cpu` and `--sim-node-memory` are the numbers the scheduler and predictor see.
-`--sim-node-labels` gives node i the i-th label set (round robin), so the heartbeat's
-aggregation of common `node.clusternet.io/` labels has something to aggregate, and
+Every node carries the labels a kubelet gives its node (`kubernetes.io/hostname`, `/os`, `/arch`),
+which manifests commonly select by, and pods are placed by selectors and taints as the predictor
+judges them (workloads.py). `--sim-node-labels` gives node i the i-th label set (round robin),
+so the heartbeat's aggregation of common `node.clusternet.io/` labels has something to aggregate, and
 `--sim-node-taints` likewise gives taint sets, so the predictor has taints to judge.
 """
 
@@ -20,6 +22,12 @@ from clusternet_nats.api.quantity import milli_value, value
 
 PODS_PER_NODE = 110
 """The kubelet's default --max-pods."""
+OS, ARCH = "linux", "amd64"
+
+
+def well_known_labels(name: str) -> dict[str, str]:
+    """The labels the kubelet puts on its node."""
+    return {"kubernetes.io/hostname": name, "kubernetes.io/os": OS, "kubernetes.io/arch": ARCH}
 
 
 @dataclass(frozen=True)
@@ -54,12 +62,13 @@ class Sizing:
     def build(self, cluster: str) -> list[Node]:
         cpu, memory = milli_value(self.node_cpu), value(self.node_memory)
         labels, taints = self.node_labels, self.node_taints
+        names = [f"{cluster}-node-{i}" for i in range(1, self.nodes + 1)]
         return [
             Node(
-                f"{cluster}-node-{i}",
+                names[i - 1],
                 cpu,
                 memory,
-                labels=dict(labels[(i - 1) % len(labels)]) if labels else {},
+                labels={**well_known_labels(names[i - 1]), **(labels[(i - 1) % len(labels)] if labels else {})},
                 taints=taints[(i - 1) % len(taints)] if taints else (),
             )
             for i in range(1, self.nodes + 1)
