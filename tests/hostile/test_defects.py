@@ -37,6 +37,10 @@ def subscription(namespace: str, name: str = "demo") -> dict[str, Any]:
     }
 
 
+def kube_object(api_version: str, kind: str, namespace: str, name: str, **fields: Any) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": namespace}, **fields}
+
+
 def nested(depth: int) -> Any:
     value: Any = "leaf"
     for _ in range(depth):
@@ -71,12 +75,7 @@ async def test_configmap_nested_220_deep_is_refused_and_manifests_stay_listable(
     http: aiohttp.ClientSession, unique_ns: str
 ) -> None:
     before = await names(http, MANIFESTS)
-    body = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "deep", "namespace": unique_ns},
-        "data": nested(220),
-    }
+    body = kube_object("v1", "ConfigMap", unique_ns, "deep", data=nested(220))
     async with http.post(SHADOW_OBJECTS_PATH, data=json.dumps(body), headers=JSON) as resp:
         status = await refused(resp, 400)
     assert "nested deeper than" in status["message"]
@@ -113,12 +112,8 @@ async def test_negative_replicas_are_invalid_in_kube_apiservers_words(
     http: aiohttp.ClientSession, unique_ns: str
 ) -> None:
     before = await names(http, MANIFESTS)
-    body = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": unique_ns},
-        "spec": {"replicas": -4, "template": {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}},
-    }
+    pod = {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+    body = kube_object("apps/v1", "Deployment", unique_ns, "web", spec={"replicas": -4, "template": pod})
     async with http.post(SHADOW_OBJECTS_PATH, json=body) as resp:
         status = await refused(resp, 422)
     assert status["reason"] == "Invalid"
@@ -162,8 +157,7 @@ async def test_an_undecodable_stored_record_is_skipped_reported_and_deletable(
 
 async def test_a_patch_cannot_nest_what_it_patches_past_the_limit(http: aiohttp.ClientSession, unique_ns: str) -> None:
     """Each part within the limit, the result not: refused (422), never stored unreadable."""
-    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "deepish", "namespace": unique_ns},
-            "data": nested(90)}
+    body = kube_object("v1", "ConfigMap", unique_ns, "deepish", data=nested(90))
     async with http.post(SHADOW_OBJECTS_PATH, json=body) as resp:
         assert resp.status == 201, await resp.text()
         name = (await resp.json())["metadata"]["name"]
@@ -187,3 +181,18 @@ async def test_a_large_yaml_body_is_parsed_off_the_event_loop(http: aiohttp.Clie
         assert resp.status == 201, await resp.text()
     assert prober.answers >= 2, "the prober was not running while the body was parsed"
     assert prober.slowest < 1.0, f"/healthz took {prober.slowest:.2f}s while a large body was parsed"
+
+
+async def test_names_and_labels_kube_apiserver_refuses_are_invalid(http: aiohttp.ClientSession, unique_ns: str) -> None:
+    before = await names(http, MANIFESTS)
+    bad_name = kube_object("v1", "ConfigMap", unique_ns, "Not_A_DNS_Name")
+    long_label = kube_object("v1", "ConfigMap", unique_ns, "labelled")
+    long_label["metadata"]["labels"] = {"a": "x" * 64}
+    big_annotations = kube_object("v1", "ConfigMap", unique_ns, "annotated")
+    big_annotations["metadata"]["annotations"] = {"a": "x" * (256 * 1024)}
+    for body, field in ((bad_name, "metadata.name"), (long_label, "metadata.labels"),
+                        (big_annotations, "metadata.annotations")):
+        async with http.post(SHADOW_OBJECTS_PATH, json=body) as resp:
+            status = await refused(resp, 422)
+        assert any(cause["field"].startswith(field) for cause in status["details"]["causes"]), status
+    assert await names(http, MANIFESTS) == before
