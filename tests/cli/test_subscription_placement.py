@@ -80,7 +80,8 @@ def test_reason_says_why_a_subscription_is_not_progressing() -> None:
     scheduled = {"type": "Scheduled", "status": "True", "reason": "Scheduled"}
     assert not_progressing(subscription({"conditions": [waiting]})) == "WaitingForFeedInventory"
     assert not_progressing(subscription({"conditions": [scheduled, unparseable]})) == "UnParseableFeeds"
-    assert not_progressing(subscription({"conditions": [scheduled], "aggregatedStatuses": failed})) == "ReleasesFailed"
+    unavailable = subscription({"conditions": [scheduled], "aggregatedStatuses": failed})
+    assert not_progressing(unavailable) == "FeedsNotAvailable"
     assert not_progressing(subscription({"conditions": [scheduled]})) == ""
     assert not_progressing(PARTIAL) == "PartiallyScheduled"
 

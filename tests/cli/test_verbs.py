@@ -24,6 +24,7 @@ from clusternet_nats.cli.waiting import parse_duration, progress
 from clusternet_nats.hub.registration.records import token_store
 from clusternet_nats.hub.testing import ServedHub
 from clusternet_nats.store import StatusStore, object_key
+from clusternet_nats.testing.waiting import eventually
 from nats.js import JetStreamContext
 from typer.testing import CliRunner, Result
 
@@ -313,6 +314,11 @@ def test_rollout_progress_says_what_each_cluster_did() -> None:
     sub["status"] = {"desiredReleases": 0, "conditions": [unscheduled]}
     lines, outcome = progress(sub, [])
     assert outcome is None and lines[1] == "  not scheduled (Unschedulable): no cluster fits"
+    missing = {"type": "Warning", "reason": "UnParseableFeeds", "message": "Deployment foo/ghost not found"}
+    older = {**missing, "message": "before", "lastTimestamp": "2026-01-01T00:00:00Z"}
+    sub["status"] = {"desiredReleases": 2}
+    lines, outcome = progress(sub, [], [older, {**missing, "lastTimestamp": "2026-01-02T00:00:00Z"}])
+    assert outcome is None and lines[1:] == ["  warning UnParseableFeeds: Deployment foo/ghost not found"]
     sub["status"] = {"desiredReleases": 1, "completedReleases": 1}
     lines, outcome = progress(sub, [ok])
     assert outcome is True and lines[-1] == 'subscription "web" successfully rolled out'
@@ -322,8 +328,16 @@ async def test_rollout_status_follows_the_descriptions(
     cnet: Cnet, served_hub: ServedHub, js: JetStreamContext, unique_ns: str
 ) -> None:
     await post(served_hub, subs_path(unique_ns), subscription(unique_ns, "web"))
-    once = await cnet("rollout", "status", "subs", "web", "-n", unique_ns, "--watch=false")
-    assert once.exit_code == 1 and printed(once) == ['subscription "web": 0 of 0 releases done']
+    warning = f"  warning UnParseableFeeds: Deployment {unique_ns}/web not found"  # no such feed
+
+    async def once() -> list[str] | None:
+        result = await cnet("rollout", "status", "subs", "web", "-n", unique_ns, "--watch=false")
+        assert result.exit_code == 1, result.output
+        lines = printed(result)
+        return lines if len(lines) > 1 and lines[1].startswith(warning) else None
+
+    lines = await eventually(once, what="the feedinventory controller's Warning in rollout status")
+    assert lines[0] == 'subscription "web": 0 of 0 releases done'
     following = asyncio.create_task(cnet("rollout", "status", "subs/web", "-n", unique_ns, "--timeout", "60s"))
     status = SubscriptionStatus(desired_releases=1, completed_releases=1)
     await StatusStore(js, "subscriptions-status", SubscriptionStatus).put(object_key(unique_ns, "web"), status, 0)

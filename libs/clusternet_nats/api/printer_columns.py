@@ -182,14 +182,17 @@ def _scheduled(field: str) -> Callable[[Object, datetime], str]:
     return lambda obj, _now: str(condition.value(obj) or "")
 
 
-RELEASES_FAILED = "ReleasesFailed"
+FEEDS_NOT_AVAILABLE = "FeedsNotAvailable"
+"""Some cluster has not (or not yet) got a feed running: the aggregated status cannot tell a release
+that failed from one still on its way; `cnet rollout status` shows which, with the Descriptions' reasons."""
 
 
 def not_progressing(obj: Object) -> str:
     """Why a Subscription is not progressing, "" when nothing says so: the reason of its first False
     condition (the scheduler's `Scheduled`: Unschedulable, PartiallyScheduled, WaitingForFeedInventory;
-    any other a controller sets, e.g. for feeds that cannot be read), else ReleasesFailed when a
-    cluster reports one of its feeds unavailable (the aggregated status)."""
+    any other a controller sets, e.g. for feeds that cannot be read), else FeedsNotAvailable when a
+    cluster reports one of its feeds unavailable (the aggregated status: a missing feed, a failed or
+    an unfinished release)."""
     status = obj.get("status") or {}
     for condition in status.get("conditions") or []:
         if isinstance(condition, dict) and condition.get("status") == "False":
@@ -197,7 +200,7 @@ def not_progressing(obj: Object) -> str:
     for feed in status.get("aggregatedStatuses") or []:
         details = feed.get("feedStatusDetails") or [] if isinstance(feed, dict) else []
         if any(isinstance(d, dict) and d.get("available") is False for d in details):
-            return RELEASES_FAILED
+            return FEEDS_NOT_AVAILABLE
     return ""
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 import typer
@@ -123,7 +123,21 @@ def _releases(descriptions: list[Object]) -> list[str]:
     return lines
 
 
-def progress(sub: Object, descriptions: list[Object]) -> tuple[list[str], bool | None]:
+def _warnings(events: Sequence[Object]) -> list[str]:
+    """The latest Warning Event of each reason (a missing feed, a failed sync), as the Events report them."""
+    latest: dict[str, Object] = {}
+    for event in events:
+        if event.get("type") == "Warning":
+            key = str(event.get("reason", ""))
+            when = str(event.get("lastTimestamp") or event.get("eventTime") or "")
+            if key not in latest or when >= str(latest[key].get("lastTimestamp") or latest[key].get("eventTime") or ""):
+                latest[key] = event
+    return [f"  warning {reason}: {event.get('message', '')}" for reason, event in sorted(latest.items())]
+
+
+def progress(
+    sub: Object, descriptions: list[Object], events: Sequence[Object] = ()
+) -> tuple[list[str], bool | None]:
     """What to print about a rollout, and True (done), False (failed) or None (still going)."""
     name = sub["metadata"]["name"]
     status = sub.get("status") or {}
@@ -132,7 +146,7 @@ def progress(sub: Object, descriptions: list[Object]) -> tuple[list[str], bool |
     lines = [f'subscription "{name}": {completed} of {desired} releases done']
     if scheduled is not None and scheduled.get("status") == "False":
         lines.append(f"  not scheduled ({scheduled.get('reason', '')}): {scheduled.get('message', '')}")
-    lines += _releases(descriptions)
+    lines += _releases(descriptions) + _warnings(events)
     failed = [d for d in descriptions if (d.get("status") or {}).get("phase") == "Failure"]
     if desired and completed >= desired and not failed:
         return [*lines, f'subscription "{name}" successfully rolled out'], True
@@ -185,8 +199,10 @@ async def rollout(
         sub, sub_rv = await snapshot(client, subs_path, name)
         if sub is None:
             raise HubError(f'subscriptions.{info.group} "{name}" not found', 404, "NotFound")
-        listed = await client.list_at(descriptions_path, selector)
-        lines, outcome = progress(sub, list(listed.get("items") or []))
+        listed, events = await asyncio.gather(
+            client.list_at(descriptions_path, selector), client.events(info.kind, namespace, name)
+        )
+        lines, outcome = progress(sub, list(listed.get("items") or []), events)
         if lines != shown:
             for line in lines:
                 echo(line)
