@@ -3,6 +3,13 @@
 One table feeds both the generated CRDs (so `kubectl get` on a parent apiserver shows them) and
 `cnet get` (which evaluates the same JSONPaths), so the two can never show different columns.
 Only the JSONPath forms Clusternet's columns use are evaluated: `.a.b` and `.a[?(@.k=='v')].b`.
+
+`columns_for` adds what `cnet get` and the hub's Table answers (so `kubectl get`) show beyond the
+CRDs: Subscriptions have only AGE in Clusternet's CRD, which we keep; before it come whether the
+scheduler placed every replica and REASON, why the Subscription is not progressing
+(`not_progressing`), and with -o wide what people ask next (the scheduler's message, strategy,
+clusters, replicas that found no room, releases done): computed values a JSONPath cannot express.
+Ages are rendered here (apimachinery's HumanDuration), as kube-apiserver renders date columns.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""What `cnet get` shows for each kind: the CRDs' printer columns, plus a few for -o wide.
-
-The columns come from `api.printer_columns`, the table the generated CRDs also use, so `cnet get`
-and `kubectl get` against the bridge's parent show the same; columns with a priority appear only
-with `-o wide`, as in kubectl. Subscriptions have only AGE in Clusternet's CRD, which we keep as
-it is; `cnet get` adds before it whether the scheduler placed every replica and, if not, why (our
-`Scheduled` condition), and its wide view what people ask next: the scheduler's message, how they
-are scheduled, onto how many clusters, how many replicas found no room, and how far the rollout
-got (computed values a JSONPath column cannot express).
-"""
+"""`cnet get`'s tables: NAME (and NAMESPACE with -A) then each kind's columns from
+`api.printer_columns.columns_for`, the same columns the hub's Table answers give kubectl, so the two
+tools print the same bytes."""
 
 from __future__ import annotations
 
