@@ -359,3 +359,11 @@ def test_shell_completion_offers_commands_and_kinds() -> None:
     assert "clusternet" in complete("cnet get c")
     script = subprocess.run([CNET, "--show-completion", "bash"], capture_output=True, text=True, check=True)
     assert "_cnet_completion" in script.stdout
+
+
+async def test_describe_takes_kind_slash_name(cnet: Cnet, served_hub: ServedHub, unique_ns: str) -> None:
+    await post(served_hub, subs_path(unique_ns), subscription(unique_ns, "shown"))
+    result = await cnet("describe", "subs/shown", "-n", unique_ns)
+    assert result.exit_code == 0 and ["Name:", "shown"] in [line.split() for line in printed(result)], result.output
+    result = await cnet("describe", "subs", "-n", unique_ns)
+    assert result.exit_code == 1 and "KIND NAME or KIND/NAME" in result.output
