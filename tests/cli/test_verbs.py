@@ -18,6 +18,7 @@ from clusternet_nats.api.apps import SubscriptionStatus
 from clusternet_nats.api.clusters import ManagedClusterStatus
 from clusternet_nats.api.labels import CLUSTER_NAME
 from clusternet_nats.api.meta import Condition, ConditionStatus, utcnow
+from clusternet_nats.api.registration import BOOTSTRAP_TOKENS_PATH, BootstrapTokenView
 from clusternet_nats.cli.main import app, hoist_global_options
 from clusternet_nats.cli.templates import TemplateError, custom_columns, jsonpath
 from clusternet_nats.cli.waiting import parse_duration, progress
@@ -241,8 +242,20 @@ async def test_token_ttl_is_a_duration_defaulting_to_24h(cnet: Cnet, js: JetStre
         stored = await token_store(js).get(created.output.strip().split(".")[0])
         assert stored is not None and stored.value.expires is not None
         assert before + expected - timedelta(seconds=5) <= stored.value.expires <= utcnow() + expected
+    never = await cnet("token", "create", "--ttl", "0")
+    stored = await token_store(js).get(never.output.strip().split(".")[0])
+    assert stored is not None and stored.value.expires is None
     bad = await cnet("token", "create", "--ttl", "soon")
     assert bad.exit_code == 2 and "--ttl" in bad.output
+
+
+async def test_the_hubs_token_route_defaults_to_kubeadms_24h(served_hub: ServedHub, js: JetStreamContext) -> None:
+    before = utcnow()
+    async with served_hub.session() as http, http.post(BOOTSTRAP_TOKENS_PATH, json={}) as resp:
+        assert resp.status == 201, await resp.text()
+        view = BootstrapTokenView.model_validate_json(await resp.read())
+    assert view.expires is not None
+    assert before + timedelta(hours=24) - timedelta(seconds=5) <= view.expires <= utcnow() + timedelta(hours=24)
 
 
 async def test_get_watch_prints_changes(served_hub: ServedHub, unique_ns: str) -> None:

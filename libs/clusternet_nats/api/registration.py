@@ -96,10 +96,15 @@ class RegistrationReply(Model):
     error_message: str | None = None
 
 
-class BootstrapTokenRequest(Model):
-    """`cnet token create`: how long the token lives (None: until revoked)."""
+DEFAULT_TOKEN_TTL_SECONDS = 24 * 3600.0
+"""kubeadm's default lifetime of a bootstrap token."""
 
-    ttl_seconds: float | None = Field(default=None, gt=0)
+
+class BootstrapTokenRequest(Model):
+    """`cnet token create`: how long the token lives; 24 h when not said (kubeadm's default), 0 for
+    until revoked."""
+
+    ttl_seconds: float = Field(default=DEFAULT_TOKEN_TTL_SECONDS, ge=0)
     description: str = ""
 
 

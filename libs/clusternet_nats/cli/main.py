@@ -440,7 +440,7 @@ def token_create(
 ) -> None:
     """Prints a new token, `[a-z0-9]{6}.[a-z0-9]{16}`; it is shown only now."""
     seconds = duration_option("--ttl", ttl)
-    created = _run(ctx, lambda client: token_cli.create(client, seconds or None, description))
+    created = _run(ctx, lambda client: token_cli.create(client, seconds, description))
     typer.echo(created.token)
 
 

@@ -10,7 +10,7 @@ from clusternet_nats.api.registration import BOOTSTRAP_TOKENS_PATH, BootstrapTok
 from clusternet_nats.cli.client import HubClient
 
 
-async def create(client: HubClient, ttl_seconds: float | None, description: str) -> BootstrapTokenView:
+async def create(client: HubClient, ttl_seconds: float, description: str) -> BootstrapTokenView:
     body = BootstrapTokenRequest(ttl_seconds=ttl_seconds, description=description)
     _, data = await client.request("POST", BOOTSTRAP_TOKENS_PATH, body.model_dump(by_alias=True, exclude_none=True))
     return BootstrapTokenView.model_validate(data)
