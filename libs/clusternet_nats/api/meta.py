@@ -159,6 +159,19 @@ class OwnerReference(Model):
     controller: bool | None = None
     block_owner_deletion: bool | None = None
 
+    @classmethod
+    def controller_of(cls, obj: KubeObject) -> OwnerReference:
+        """What a controller puts on an object it derives from `obj` (a Base from its
+        Subscription, a FeedInventory from its Subscription, a HelmRelease from its Description)."""
+        return cls(
+            api_version=obj.api_version_string(),
+            kind=obj.KIND,
+            name=obj.name,
+            uid=obj.metadata.uid or "",
+            controller=True,
+            block_owner_deletion=True,
+        )
+
 
 class ManagedFieldsEntry(OpenModel):
     """Written by a real kube-apiserver; accepted so `kubectl get -o yaml` output can be re-applied."""

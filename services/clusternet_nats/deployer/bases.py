@@ -38,14 +38,7 @@ def derived_metadata(config: Base | Description, labels: Mapping[str, str]) -> O
         known.CONFIG_NAMESPACE: config.namespace,
         known.CONFIG_UID: config.metadata.uid or "",
     }
-    owner = OwnerReference(
-        api_version=config.api_version_string(),
-        kind=config.KIND,
-        name=config.name,
-        uid=config.metadata.uid or "",
-        controller=True,
-        block_owner_deletion=True,
-    )
+    owner = OwnerReference.controller_of(config)
     return ObjectMeta(labels=with_name_label(merged, known.CONFIG_NAME, config.name), owner_references=[owner])
 
 

@@ -44,14 +44,7 @@ def _selectors(sub: Subscription) -> set[Selector]:
 def inventory_meta(sub: Subscription) -> ObjectMeta:
     """The FeedInventory's metadata as Clusternet writes it: the Subscription's namespace and
     name, labels naming it, and a controller ownerReference to it."""
-    owner = OwnerReference(
-        api_version=Subscription.api_version_string(),
-        kind=Subscription.KIND,
-        name=sub.name,
-        uid=sub.metadata.uid or "",
-        controller=True,
-        block_owner_deletion=True,
-    )
+    owner = OwnerReference.controller_of(sub)
     labels = {
         known.CREATED_BY: CREATOR,
         known.SUBS_NAME: sub.name,
