@@ -3,9 +3,10 @@
 Liveness (`/healthz`, and `/livez` as Kubernetes names it) says the process still serves: it stays
 200 while NATS is away, because the client reconnects by itself and a restart would only add an
 outage of its own (fleet-wide, a restart storm). Readiness (`/readyz`) says the service can do its
-work: ready by its own measure and connected to NATS, so traffic and rollouts wait for it. The hub
-adds these routes to its API port; every other service serves them on a port of their own
-(`--health-port`).
+work: ready by its own measure and connected to NATS, so traffic and rollouts wait for it.
+`/metrics` carries, beside each service's own figures, the stored records it met that could not
+be decoded (`cnet_undecodable_records_total{bucket}`). The hub adds these routes to its API port;
+every other service serves them on a port of their own (`--health-port`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 from clusternet_nats.runtime.metrics import Metrics
+from clusternet_nats.store.kv import UNDECODABLE
 from nats.aio.client import Client as NATS
 
 
@@ -29,6 +31,8 @@ def add_health_routes(app: web.Application, nc: NATS, ready: Callable[[], bool],
 
     async def metrics_text(_: web.Request) -> web.Response:
         metrics.set("nats_connected", 1 if nc.is_connected else 0)
+        for bucket, count in UNDECODABLE.items():
+            metrics.set(f'undecodable_records_total{{bucket="{bucket}"}}', count)
         return web.Response(text=metrics.render(), content_type="text/plain")
 
     app.router.add_get("/healthz", healthz)

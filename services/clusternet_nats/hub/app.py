@@ -13,7 +13,6 @@ import nats.errors
 import structlog
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
-from clusternet_nats.api import all_kinds
 from clusternet_nats.hub.auth.gate import GATE, Gate
 from clusternet_nats.hub.discovery import Discovery
 from clusternet_nats.hub.errors import ApiError, undecodable
@@ -28,7 +27,6 @@ from clusternet_nats.runtime.health import add_health_routes
 from clusternet_nats.runtime.metrics import Metrics
 from clusternet_nats.store.buckets import MAX_VALUE_BYTES
 from clusternet_nats.store.errors import UndecodableError
-from clusternet_nats.store.kv import UNDECODABLE
 from clusternet_nats.store.views import ObjectViews
 from nats.aio.client import Client as NATS
 
@@ -58,10 +56,6 @@ def _errors_and_metrics(metrics: Metrics) -> Middleware:
     return middleware
 
 
-def _count_of(bucket: str) -> Callable[[], float]:
-    return lambda: float(UNDECODABLE[bucket])
-
-
 def make_app(nc: NATS, metrics: Metrics, ready: Callable[[], bool], gate: Gate) -> web.Application:
     """Every route sits behind `gate` (authentication, then authorization), inside the error
     middleware so that refusals too are Status objects and counted."""
@@ -71,8 +65,6 @@ def make_app(nc: NATS, metrics: Metrics, ready: Callable[[], bool], gate: Gate) 
         client_max_size=MAX_VALUE_BYTES,
     )
     app[GATE] = gate
-    for bucket in sorted({info.bucket for info in all_kinds()}):
-        metrics.gauge_fn(f'undecodable_records_total{{bucket="{bucket}"}}', _count_of(bucket))
 
     add_health_routes(app, nc, ready, metrics)
     Events(js).add_routes(app)
