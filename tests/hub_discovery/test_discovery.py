@@ -6,6 +6,7 @@ from __future__ import annotations
 import aiohttp
 import pytest
 from clusternet_nats.api import all_kinds
+from clusternet_nats.api.builtin_kinds import BUILTIN_KINDS
 from clusternet_nats.hub.testing import ServedHub
 
 from tests.hub.objects import UNAUTHORIZED, subs_path
@@ -97,4 +98,10 @@ async def test_aggregated_discovery_has_what_the_resource_lists_have(http: aioht
     async with http.get("/api", headers={"Accept": AGGREGATED}) as resp:
         (core,) = (await resp.json(content_type=None))["items"]
     assert core["metadata"]["name"] == ""
-    assert {r["resource"] for r in core["versions"][0]["resources"]} == {"events", "namespaces"}
+    core_builtins = {kind.plural for kind in BUILTIN_KINDS if not kind.group}
+    assert {r["resource"] for r in core["versions"][0]["resources"]} == {"events", "namespaces"} | core_builtins
+    assert "configmaps" in core_builtins
+    (apps,) = groups["apps"]["versions"]
+    deployments = next(r for r in apps["resources"] if r["resource"] == "deployments")
+    listed = (deployments["shortNames"], deployments["categories"], deployments["scope"])
+    assert listed == (["deploy"], ["all"], "Namespaced")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import aiohttp
 from clusternet_nats.api import all_kinds, by_kind
+from clusternet_nats.api.builtin_kinds import BUILTIN_KINDS
 from clusternet_nats.api.crds import openapi_schema
 from clusternet_nats.api.openapi import definition_name
 
@@ -13,14 +14,18 @@ from .conftest import get_json
 async def test_v3_documents_of_every_group_version(http: aiohttp.ClientSession) -> None:
     root = await get_json(http, "/openapi/v3")
     seen = set()
+    builtins = {kind.kind: kind for kind in BUILTIN_KINDS}
     for gv, entry in root["paths"].items():
         document = await get_json(http, entry["serverRelativeURL"])
         for name, schema in document["components"]["schemas"].items():
             for gvk in schema.get("x-kubernetes-group-version-kind", []):
-                assert f"apis/{gvk['group']}/{gvk['version']}" == gv
+                assert (f"apis/{gvk['group']}/" if gvk["group"] else "api/") + gvk["version"] == gv
                 seen.add(gvk["kind"])
-                assert name == definition_name(by_kind(gvk["kind"]))
-    assert seen == {info.kind for info in all_kinds()}
+                assert name == definition_name(builtins.get(gvk["kind"]) or by_kind(gvk["kind"]))
+    assert seen == {info.kind for info in all_kinds()} | set(builtins)
+    deployments = await get_json(http, "/openapi/v3/apis/apps/v1")
+    patch = deployments["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
+    assert "application/strategic-merge-patch+json" in patch["requestBody"]["content"]
     async with http.get("/openapi/v3/apis/no.such.group/v1") as resp:
         assert resp.status == 404
 

@@ -14,6 +14,7 @@ import hashlib
 import json
 from typing import Any
 
+from clusternet_nats.api.builtin_kinds import BUILTIN_KINDS, BuiltinKind
 from clusternet_nats.api.crds import Schema, openapi_schema, structural
 from clusternet_nats.api.meta import ObjectMeta
 from clusternet_nats.api.registry import KindInfo, all_kinds
@@ -25,14 +26,23 @@ _METADATA_DESCRIPTION = (
 )
 
 
-def definition_name(info: KindInfo) -> str:
-    """kube-apiserver's name for a kind's schema: the group reversed, then version and kind."""
+def definition_name(info: KindInfo | BuiltinKind) -> str:
+    """kube-apiserver's name for a kind's schema: the group reversed, then version and kind
+    (`io.k8s.api.<group>` for Kubernetes' built-in kinds, as kube-openapi names them)."""
+    if isinstance(info, BuiltinKind):
+        return ".".join(["io.k8s.api", info.group.split(".")[0] or "core", info.version, info.kind])
     return ".".join([*reversed(info.group.split(".")), info.version, info.kind])
 
 
+def _group_version(info: KindInfo | BuiltinKind) -> str:
+    return f"apis/{info.group}/{info.version}" if info.group else f"api/{info.version}"
+
+
 def group_versions() -> list[str]:
-    """`apis/<group>/<version>` of every served group version, in registry order."""
-    return list(dict.fromkeys(f"apis/{info.group}/{info.version}" for info in all_kinds()))
+    """`apis/<group>/<version>` (`api/v1` for the core group) of every served group version: the
+    registry's, then the built-in ones the shadow API serves."""
+    kinds: list[KindInfo | BuiltinKind] = [*all_kinds(), *BUILTIN_KINDS]
+    return list(dict.fromkeys(_group_version(info) for info in kinds))
 
 
 def _object_meta() -> Schema:
@@ -48,7 +58,18 @@ def kind_schema(info: KindInfo, meta_ref: str) -> Schema:
     return schema
 
 
-def _operations(info: KindInfo, tag: str) -> dict[str, Any]:
+def _builtin_schema(kind: BuiltinKind) -> Schema:
+    """A built-in kind's schema: any object (the hub stores it as given, in a Manifest), tagged with
+    its GVK so kubectl finds it and lets the server validate."""
+    return {
+        "type": "object",
+        "description": f"{kind.kind} ({kind.api_version}), stored by the hub as given, in a Manifest.",
+        "x-kubernetes-preserve-unknown-fields": True,
+        "x-kubernetes-group-version-kind": [{"group": kind.group, "kind": kind.kind, "version": kind.version}],
+    }
+
+
+def _operations(info: KindInfo | BuiltinKind, tag: str) -> dict[str, Any]:
     """The list path and the item path's PATCH of a kind. kubectl reads only the schemas, except
     that before a validated `apply` it looks for the kind's PATCH operation and its
     `fieldValidation` parameter (cli-runtime's query-param verifier); without it kubectl falls
@@ -57,8 +78,11 @@ def _operations(info: KindInfo, tag: str) -> dict[str, Any]:
     ref = {"$ref": f"#/components/schemas/{definition_name(info)}"}
     gvk = {"group": info.group, "kind": info.kind, "version": info.version}
     scope = "/namespaces/{namespace}" if info.namespaced else ""
-    collection = f"/apis/{info.group}/{info.version}{scope}/{info.plural}"
-    patch_types = ("application/merge-patch+json", "application/json-patch+json", "application/apply-patch+yaml")
+    collection = f"/{_group_version(info)}{scope}/{info.plural}"
+    patch_types: tuple[str, ...] = ("application/merge-patch+json", "application/json-patch+json")
+    patch_types += ("application/apply-patch+yaml",)
+    if isinstance(info, BuiltinKind):  # taken as a merge patch (shadow.py)
+        patch_types += ("application/strategic-merge-patch+json",)
     return {
         collection: {
             "get": {
@@ -88,8 +112,9 @@ def _operations(info: KindInfo, tag: str) -> dict[str, Any]:
 
 def v3_group_version(group_version: str) -> Schema:
     """The OpenAPI v3 document of one `apis/<group>/<version>`."""
-    kinds = [info for info in all_kinds() if f"apis/{info.group}/{info.version}" == group_version]
-    if not kinds:
+    kinds = [info for info in all_kinds() if _group_version(info) == group_version]
+    builtins = [kind for kind in BUILTIN_KINDS if _group_version(kind) == group_version]
+    if not kinds and not builtins:
         raise KeyError(group_version)
     meta_ref = f"#/components/schemas/{OBJECT_META}"
     schemas: Schema = {OBJECT_META: _object_meta()}
@@ -97,6 +122,9 @@ def v3_group_version(group_version: str) -> Schema:
     for info in kinds:
         schemas[definition_name(info)] = kind_schema(info, meta_ref)
         paths.update(_operations(info, f"{info.group}_{info.version}"))
+    for kind in builtins:
+        schemas[definition_name(kind)] = _builtin_schema(kind)
+        paths.update(_operations(kind, f"{kind.group or 'core'}_{kind.version}"))
     return {
         "openapi": "3.0.0",
         "info": {"title": "Clusternet-NATS", "version": group_version.rsplit("/", 1)[-1]},

@@ -3,7 +3,9 @@
 `/version`, `/api`, `/api/v1`, `/apis`, `/apis/<group>` and `/apis/<group>/<version>` answer what
 kube-apiserver would for our kinds (from the registry: verbs, short names, categories, scope,
 the `/status` subresource) plus the shadow group, whose resources are the kinds users have
-applied (`shadow.shadow_resources`). `/api` and `/apis` answer in the aggregated form
+applied (`shadow.shadow_resources`), and Kubernetes' common built-in group versions
+(`api.builtin_kinds`), which the shadow API serves at their own paths so kubectl can map
+`apps/v1 Deployment` to a resource. `/api` and `/apis` answer in the aggregated form
 (`as=APIGroupDiscoveryList`, apidiscovery v2) when the client asks for it first, as kubectl 1.30+
 does, so kubectl learns everything in two requests; plain JSON otherwise, 406 to a client that
 accepts neither.
@@ -21,6 +23,7 @@ from typing import Any
 
 from aiohttp import web
 from clusternet_nats.api import KindInfo, all_kinds, openapi
+from clusternet_nats.api.builtin_kinds import BUILTIN_VERBS, BuiltinKind, builtin_group_versions
 from clusternet_nats.hub.errors import ApiError, no_such_path
 from clusternet_nats.hub.shadow import SHADOW_GROUP, SHADOW_VERSION, ShadowResource, shadow_resources
 from clusternet_nats.store.views import ObjectViews
@@ -121,13 +124,13 @@ def _kind_resources(info: KindInfo) -> list[dict[str, Any]]:
     return [main, status]
 
 
-def _shadow_resource(resource: ShadowResource) -> dict[str, Any]:
+def _shadow_resource(resource: ShadowResource | BuiltinKind, verbs: list[str] = SHADOW_VERBS) -> dict[str, Any]:
     out: dict[str, Any] = {
         "name": resource.plural,
         "singularName": resource.kind.lower(),
         "namespaced": resource.namespaced,
         "kind": resource.kind,
-        "verbs": SHADOW_VERBS,
+        "verbs": verbs,
     }
     if resource.short_names:
         out["shortNames"] = list(resource.short_names)
@@ -143,7 +146,13 @@ CORE_RESOURCES: list[dict[str, Any]] = [
         ("namespaces", "namespace", False, "Namespace", ["get"], ["ns"]),
     )
 ]
-"""The core v1 resources the hub serves: Events, and Namespaces to read (kubectl asks after a NotFound)."""
+"""The core v1 resources the hub serves itself: Events, and Namespaces to read (kubectl asks after a NotFound)."""
+BUILTIN: dict[str, tuple[str, list[dict[str, Any]]]] = {
+    group: (version, [_shadow_resource(kind, list(BUILTIN_VERBS)) for kind in kinds])
+    for (group, version), kinds in builtin_group_versions().items()
+}
+"""Kubernetes' built-in group versions the shadow API serves at their own paths (`api.builtin_kinds`)."""
+CORE_V1 = CORE_RESOURCES + BUILTIN[""][1]
 
 
 def _group(name: str, version: str) -> dict[str, Any]:
@@ -156,6 +165,7 @@ class Discovery:
         self.views = views
         self._groups: dict[str, str] = {info.group: info.version for info in all_kinds()}
         self._groups[SHADOW_GROUP] = SHADOW_VERSION
+        self._groups.update((group, version) for group, (version, _) in BUILTIN.items() if group)
         self._documents: dict[str, bytes] = {}
 
     def add_routes(self, app: web.Application) -> None:
@@ -172,6 +182,7 @@ class Discovery:
         router.add_get("/openapi/v2", self.openapi_v2)
         router.add_get("/openapi/v3", self.openapi_v3)
         router.add_get("/openapi/v3/apis/{g}/{v}", self.openapi_v3_group_version)
+        router.add_get("/openapi/v3/api/{v}", self.openapi_v3_group_version)
 
     async def version(self, request: web.Request) -> web.Response:
         major, minor = KUBERNETES_VERSION
@@ -193,10 +204,10 @@ class Discovery:
     async def api(self, request: web.Request) -> web.Response:
         address = {"clientCIDR": "0.0.0.0/0", "serverAddress": request.host}
         legacy = {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [address]}
-        return _answer(request, legacy, [("", "v1", CORE_RESOURCES)])
+        return _answer(request, legacy, [("", "v1", CORE_V1)])
 
     async def api_v1(self, request: web.Request) -> web.Response:
-        return _json(request, {"kind": "APIResourceList", "groupVersion": "v1", "resources": CORE_RESOURCES})
+        return _json(request, {"kind": "APIResourceList", "groupVersion": "v1", "resources": CORE_V1})
 
     async def namespace(self, request: web.Request) -> web.Response:
         """Every namespace exists here (objects name theirs; there is no Namespace object to create
@@ -217,6 +228,8 @@ class Discovery:
         """The group's APIResourceList entries."""
         if group == SHADOW_GROUP:
             return [_shadow_resource(r) for r in await shadow_resources(self.views)]
+        if group in BUILTIN:
+            return BUILTIN[group][1]
         return [r for info in all_kinds() if info.group == group for r in _kind_resources(info)]
 
     async def group(self, request: web.Request) -> web.Response:
@@ -247,7 +260,8 @@ class Discovery:
         return self._document(request, "v3", openapi.v3_root)
 
     async def openapi_v3_group_version(self, request: web.Request) -> web.Response:
-        gv = f"apis/{request.match_info['g']}/{request.match_info['v']}"
+        group = request.match_info.get("g")
+        gv = f"apis/{group}/{request.match_info['v']}" if group else f"api/{request.match_info['v']}"
         if gv not in openapi.group_versions():
             raise no_such_path()
         return self._document(request, gv, lambda: openapi.v3_group_version(gv))

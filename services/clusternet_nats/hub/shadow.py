@@ -12,6 +12,12 @@ Two entry points:
   kubectl-clusternet sends kubectl's ordinary requests here, and discovery lists under
   `shadow/v1alpha1` every kind users have applied (`shadow_resources`), so
   `kubectl get deploy -n foo` against the hub lists the Deployments applied to namespace foo.
+- The same handlers at Kubernetes' own paths of its common built-in kinds (`api.builtin_kinds`:
+  `/apis/apps/v1/namespaces/<ns>/deployments`, `/api/v1/namespaces/<ns>/configmaps`, ...), which
+  discovery lists, so plain `kubectl apply -f deploy.yaml` reaches the hub too. PATCH takes merge
+  and JSON patches, kubectl's strategic merge patch as a merge patch (lists replaced, not merged
+  by key), and server-side apply without field ownership. These paths are authorized as what
+  they say, like the shadow paths.
 
 Clusternet mirrors every resource of its parent cluster under shadow/v1alpha1; without a parent
 to ask, ours lists the kinds the stored Manifests hold, with Kubernetes' short names and `all`
@@ -26,13 +32,27 @@ from urllib.parse import quote
 
 from aiohttp import web
 from clusternet_nats.api import KubeObject, Manifest, ObjectMeta, by_kind
+from clusternet_nats.api.builtin_kinds import (
+    KubernetesNames,
+    builtin_by_plural,
+    builtin_group_versions,
+)
 from clusternet_nats.api.labels import CONFIG_GROUP, CONFIG_KIND, CONFIG_NAME, CONFIG_NAMESPACE, RESERVED_NAMESPACE
 from clusternet_nats.api.loader import guess_resource
 from clusternet_nats.api.paths import SHADOW_OBJECTS_PATH, collection_path, object_path
+from clusternet_nats.hub.apply import merge
 from clusternet_nats.hub.auth.gate import authorize_as, authorizes_itself
-from clusternet_nats.hub.bodies import dry_run, parse, read_body
+from clusternet_nats.hub.bodies import decode, dry_run, parse, read_body
 from clusternet_nats.hub.deletion import delete_options
 from clusternet_nats.hub.errors import ApiError, bad_request, no_such_path
+from clusternet_nats.hub.patch import (
+    APPLY_PATCH,
+    JSON_PATCH,
+    MERGE_PATCH,
+    STRATEGIC_MERGE_PATCH,
+    apply_patch,
+    unsupported,
+)
 from clusternet_nats.hub.resources import written_response
 from clusternet_nats.hub.selectors import object_selector
 from clusternet_nats.hub.writes import Writer, Written
@@ -42,64 +62,13 @@ SHADOW_GROUP, SHADOW_VERSION = SHADOW_OBJECTS_PATH.split("/")[2:4]
 SHADOW_BASE = f"/apis/{SHADOW_GROUP}/{SHADOW_VERSION}"
 MANIFESTS = by_kind(Manifest.KIND)
 
-# Kubernetes' own short names and `all` category for its built-in kinds (what Clusternet's shadow
-# discovery copies from the parent cluster's).
-BUILTIN_SHORT_NAMES: dict[str, tuple[str, ...]] = {
-    "ConfigMap": ("cm",),
-    "CronJob": ("cj",),
-    "CustomResourceDefinition": ("crd", "crds"),
-    "DaemonSet": ("ds",),
-    "Deployment": ("deploy",),
-    "Endpoints": ("ep",),
-    "HorizontalPodAutoscaler": ("hpa",),
-    "Ingress": ("ing",),
-    "LimitRange": ("limits",),
-    "Namespace": ("ns",),
-    "NetworkPolicy": ("netpol",),
-    "PersistentVolume": ("pv",),
-    "PersistentVolumeClaim": ("pvc",),
-    "Pod": ("po",),
-    "PodDisruptionBudget": ("pdb",),
-    "PriorityClass": ("pc",),
-    "ReplicaSet": ("rs",),
-    "ReplicationController": ("rc",),
-    "ResourceQuota": ("quota",),
-    "Service": ("svc",),
-    "ServiceAccount": ("sa",),
-    "StatefulSet": ("sts",),
-    "StorageClass": ("sc",),
-}
-IN_ALL_CATEGORY = frozenset(
-    {
-        "CronJob",
-        "DaemonSet",
-        "Deployment",
-        "HorizontalPodAutoscaler",
-        "Job",
-        "Pod",
-        "ReplicaSet",
-        "ReplicationController",
-        "Service",
-        "StatefulSet",
-    }
-)
-
-
 @dataclass(frozen=True)
-class ShadowResource:
+class ShadowResource(KubernetesNames):
     """One kind users have applied, as the shadow group serves it."""
 
     kind: str
     plural: str
     namespaced: bool
-
-    @property
-    def short_names(self) -> tuple[str, ...]:
-        return BUILTIN_SHORT_NAMES.get(self.kind, ())
-
-    @property
-    def categories(self) -> tuple[str, ...]:
-        return ("all",) if self.kind in IN_ALL_CATEGORY else ()
 
 
 def _is_shadowed(manifest: KubeObject) -> bool:
@@ -132,11 +101,18 @@ class Shadow:
         router = app.router
         router.add_post(SHADOW_OBJECTS_PATH, self.create)
         router.add_put(SHADOW_OBJECTS_PATH, self.apply)
-        for collection in (SHADOW_BASE + "/{plural}", SHADOW_BASE + "/namespaces/{namespace}/{plural}"):
+        collections = [SHADOW_BASE + "/{plural}", SHADOW_BASE + "/namespaces/{namespace}/{plural}"]
+        for (group, version), kinds in builtin_group_versions().items():
+            base = f"/apis/{group}/{version}" if group else f"/api/{version}"
+            plurals = "|".join(k.plural for k in kinds)
+            collections.append(base + "/{plural:" + plurals + "}")
+            collections.append(base + "/namespaces/{namespace}/{plural:" + plurals + "}")
+        for collection in collections:
             router.add_get(collection, self.list)
             router.add_post(collection, self.create_at_path)
             router.add_get(collection + "/{name}", self.get)
             router.add_put(collection + "/{name}", self.replace_at_path)
+            router.add_patch(collection + "/{name}", self.patch)
             router.add_delete(collection + "/{name}", self.delete)
 
     @authorizes_itself
@@ -161,7 +137,9 @@ class Shadow:
 
     async def _resource(self, request: web.Request) -> ShadowResource:
         plural = request.match_info["plural"]
-        for resource in await shadow_resources(self.views):
+        builtin = builtin_by_plural(plural)
+        known = [ShadowResource(builtin.kind, plural, builtin.namespaced)] if builtin else []
+        for resource in known or await shadow_resources(self.views):
             if resource.plural == plural:
                 if "namespace" in request.match_info and not resource.namespaced:
                     raise no_such_path()
@@ -179,6 +157,34 @@ class Shadow:
 
     async def get(self, request: web.Request) -> web.Response:
         return web.json_response(template(await self._manifest(request)))
+
+    async def patch(self, request: web.Request) -> web.Response:
+        """Patches the applied object and stores it again, with a CAS on the Manifest's version.
+        A strategic merge patch (what kubectl's client-side apply sends for built-in kinds) is
+        taken as a JSON merge patch: lists are replaced, not merged by key. Server-side apply
+        merges the applied fields in (creating the object when absent), without field managers."""
+        content_type, raw = request.content_type, await request.read()
+        if content_type not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH):
+            raise unsupported(content_type)
+        try:
+            manifest: KubeObject | None = await self._manifest(request)
+        except ApiError as err:
+            if err.code != 404 or content_type != APPLY_PATCH:
+                raise
+            manifest = None
+        if content_type == APPLY_PATCH:
+            applied = await _applied_object(raw)
+            patched = merge(template(manifest), applied) if manifest is not None else applied
+        else:
+            assert manifest is not None
+            as_type = JSON_PATCH if content_type == JSON_PATCH else MERGE_PATCH
+            patched = await apply_patch(template(manifest), as_type, raw)
+        metadata = {k: v for k, v in (patched.get("metadata") or {}).items() if k not in _SERVER_METADATA}
+        stored = parse(_agree_with_path(request, {**patched, "metadata": metadata}))
+        if manifest is None:
+            return _written_template(await self.writer.create(MANIFESTS, stored, dry_run(request)))
+        stored.metadata.resource_version = manifest.metadata.resource_version
+        return _written_template(await self.writer.replace(MANIFESTS, stored, dry_run(request)))
 
     async def delete(self, request: web.Request) -> web.Response:
         """Deletes the Manifest that holds the object, so it is withdrawn from every cluster."""
@@ -233,6 +239,17 @@ def _agree_with_path(request: web.Request, body: dict[str, Any]) -> dict[str, An
             message = f"{metadata[field]!r} does not match {expected!r} given by the request path"
             raise bad_request(message, f"metadata.{field}")
     return {**body, "metadata": metadata}
+
+
+async def _applied_object(raw: bytes) -> dict[str, Any]:
+    config = await decode(raw, "the apply patch", yaml=True)
+    if not isinstance(config, dict):
+        raise bad_request("an apply patch must be a Kubernetes object (a mapping)")
+    return config
+
+
+_SERVER_METADATA = frozenset({"uid", "resourceVersion", "creationTimestamp", "managedFields"})
+"""What the hub sets on a stored object (from its Manifest), dropped from a patched one."""
 
 
 def _written_template(written: Written) -> web.Response:
