@@ -12,7 +12,7 @@ import yaml
 from clusternet_nats.api.labels import RESERVED_NAMESPACE
 from clusternet_nats.hub.testing import ServedHub
 
-from tests.hub.objects import deployment
+from tests.hub.objects import deployment, subs_path, subscription
 
 from .conftest import EDITOR_NAMESPACE, Kubectl
 
@@ -83,3 +83,17 @@ async def test_configmap_client_and_server_side(
     deleted = await kubectl("delete", "-f", str(path))
     assert deleted.returncode == 0, deleted.stderr
     assert await _manifest(served_hub, f"configmaps.{unique_ns}.settings") is None
+
+
+async def test_server_side_apply_of_our_kinds_at_the_shadow_path_is_refused(
+    served_hub: ServedHub, unique_ns: str
+) -> None:
+    """Our kinds have their own paths (authorized as what they are); the shadow API never writes them."""
+    body = subscription(unique_ns, "s")
+    path = f"/apis/shadow/v1alpha1/namespaces/{unique_ns}/subscriptions/s"
+    headers = {"Content-Type": "application/apply-patch+yaml"}
+    async with served_hub.session() as http, http.patch(path, data=json.dumps(body), headers=headers) as resp:
+        assert resp.status == 400, await resp.text()
+        assert "served at its own path" in (await resp.json())["message"]
+    async with served_hub.session() as http, http.get(subs_path(unique_ns, "s")) as resp:
+        assert resp.status == 404

@@ -180,7 +180,7 @@ class Shadow:
             as_type = JSON_PATCH if content_type == JSON_PATCH else MERGE_PATCH
             patched = await apply_patch(template(manifest), as_type, raw)
         metadata = {k: v for k, v in (patched.get("metadata") or {}).items() if k not in _SERVER_METADATA}
-        stored = parse(_agree_with_path(request, {**patched, "metadata": metadata}))
+        stored = _as_manifest(request, {**patched, "metadata": metadata})
         if manifest is None:
             return _written_template(await self.writer.create(MANIFESTS, stored, dry_run(request)))
         stored.metadata.resource_version = manifest.metadata.resource_version
@@ -218,7 +218,12 @@ async def _manifest_at_path(request: web.Request) -> KubeObject:
     """The Manifest that holds the body sent to a shadow path. Clusternet's own kinds are not
     shadowed (as in Clusternet, whose shadow API leaves *.clusternet.io out): they have their own
     paths, where writing them is authorized as what they are."""
-    body = _agree_with_path(request, await read_body(request))
+    return _as_manifest(request, await read_body(request))
+
+
+def _as_manifest(request: web.Request, sent: dict[str, Any]) -> KubeObject:
+    """The Manifest holding `sent` once it agrees with the path, or a 400 for one of our kinds."""
+    body = _agree_with_path(request, sent)
     manifest = parse(body)
     if body.get("kind") == manifest.kind:
         raise bad_request(f"{manifest.kind} is served at its own path, not by the shadow API", "kind")
