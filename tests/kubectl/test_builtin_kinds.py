@@ -38,6 +38,8 @@ async def test_apply_get_update_delete_a_deployment(
     listed = await kubectl("get", "deploy.apps", "-n", unique_ns, "-o", "name")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.split() == ["deployment.apps/web"]
+    short = await kubectl("get", "deploy", "-n", unique_ns, "-o", "name")
+    assert short.stdout.split() == ["deployment.apps/web"], short.stderr  # kubectl-clusternet's `get deploy -n foo`
 
     changed = deployment(unique_ns, "web")
     changed["spec"]["replicas"] = 5
