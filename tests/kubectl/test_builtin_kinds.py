@@ -99,3 +99,33 @@ async def test_server_side_apply_of_our_kinds_at_the_shadow_path_is_refused(
         assert "served at its own path" in (await resp.json())["message"]
     async with served_hub.session() as http, http.get(subs_path(unique_ns, "s")) as resp:
         assert resp.status == 404
+
+
+def _containers(*containers: dict[str, object]) -> dict[str, object]:
+    body = deployment("placeholder", "multi")
+    body["spec"]["template"]["spec"]["containers"] = list(containers)
+    return body
+
+
+async def test_reapply_merges_keyed_lists_as_kubectl_expects(
+    kubectl: Kubectl, served_hub: ServedHub, unique_ns: str, tmp_path: Path
+) -> None:
+    """kubectl's strategic merge patch names list items by key and orders them with
+    `$setElementOrder`: the stored object must end up as the file says, with no directive left."""
+    app = {"name": "app", "image": "app:1", "ports": [{"containerPort": 80}], "env": [{"name": "A", "value": "1"}]}
+    side = {"name": "side", "image": "side:1", "env": [{"name": "B", "value": "2"}, {"name": "C", "value": "3"}]}
+    first = _containers(app, side)
+    first["metadata"]["namespace"] = unique_ns
+    path = tmp_path / "multi.yaml"
+    path.write_text(yaml.safe_dump(first))
+    assert (await kubectl("apply", "-f", str(path))).returncode == 0
+    new_side = {"name": "side", "image": "side:2", "env": [{"name": "C", "value": "3"}]}
+    extra = {"name": "extra", "image": "extra:1"}
+    second = _containers(extra, {**app, "image": "app:2"}, new_side)
+    second["metadata"]["namespace"] = unique_ns
+    path.write_text(yaml.safe_dump(second))
+    updated = await kubectl("apply", "-f", str(path))
+    assert updated.returncode == 0, updated.stderr
+    read = json.loads((await kubectl("get", "deployments.apps", "multi", "-n", unique_ns, "-o", "json")).stdout)
+    assert read["spec"] == second["spec"]
+    assert "$" not in json.dumps(read)

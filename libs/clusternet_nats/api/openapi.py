@@ -81,7 +81,7 @@ def _operations(info: KindInfo | BuiltinKind, tag: str) -> dict[str, Any]:
     collection = f"/{_group_version(info)}{scope}/{info.plural}"
     patch_types: tuple[str, ...] = ("application/merge-patch+json", "application/json-patch+json")
     patch_types += ("application/apply-patch+yaml",)
-    if isinstance(info, BuiltinKind):  # taken as a merge patch (shadow.py)
+    if isinstance(info, BuiltinKind):  # kubectl apply's, merge keys guessed (hub/shadow.py)
         patch_types += ("application/strategic-merge-patch+json",)
     return {
         collection: {

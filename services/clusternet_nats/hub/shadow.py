@@ -15,8 +15,8 @@ Two entry points:
 - The same handlers at Kubernetes' own paths of its common built-in kinds (`api.builtin_kinds`:
   `/apis/apps/v1/namespaces/<ns>/deployments`, `/api/v1/namespaces/<ns>/configmaps`, ...), which
   discovery lists, so plain `kubectl apply -f deploy.yaml` reaches the hub too. PATCH takes merge
-  and JSON patches, kubectl's strategic merge patch as a merge patch (lists replaced, not merged
-  by key), and server-side apply without field ownership. These paths are authorized as what
+  and JSON patches, kubectl's strategic merge patch (merge keys guessed, not read from Go types),
+  and server-side apply without field ownership. These paths are authorized as what
   they say, like the shadow paths.
 
 Clusternet mirrors every resource of its parent cluster under shadow/v1alpha1; without a parent
@@ -26,6 +26,7 @@ category for the built-in ones.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -160,8 +161,8 @@ class Shadow:
 
     async def patch(self, request: web.Request) -> web.Response:
         """Patches the applied object and stores it again, with a CAS on the Manifest's version.
-        A strategic merge patch (what kubectl's client-side apply sends for built-in kinds) is
-        taken as a JSON merge patch: lists are replaced, not merged by key. Server-side apply
+        A strategic merge patch (what kubectl's client-side apply sends for built-in kinds) merges
+        keyed lists by a guessed merge key (`strategic_merge`). Server-side apply
         merges the applied fields in (creating the object when absent), without field managers."""
         content_type, raw = request.content_type, await request.read()
         if content_type not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH):
@@ -175,10 +176,12 @@ class Shadow:
         if content_type == APPLY_PATCH:
             applied = await _applied_object(raw)
             patched = merge(template(manifest), applied) if manifest is not None else applied
+        elif content_type == STRATEGIC_MERGE_PATCH:
+            assert manifest is not None
+            patched = strategic_merge(template(manifest), await _patch_object(raw))
         else:
             assert manifest is not None
-            as_type = JSON_PATCH if content_type == JSON_PATCH else MERGE_PATCH
-            patched = await apply_patch(template(manifest), as_type, raw)
+            patched = await apply_patch(template(manifest), content_type, raw)
         metadata = {k: v for k, v in (patched.get("metadata") or {}).items() if k not in _SERVER_METADATA}
         stored = _as_manifest(request, {**patched, "metadata": metadata})
         if manifest is None:
@@ -251,6 +254,72 @@ async def _applied_object(raw: bytes) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise bad_request("an apply patch must be a Kubernetes object (a mapping)")
     return config
+
+
+async def _patch_object(raw: bytes) -> dict[str, Any]:
+    patch = await decode(raw, "the patch")
+    if not isinstance(patch, dict):
+        raise bad_request(f"a strategic merge patch must be a JSON object, not {type(patch).__name__}")
+    return patch
+
+
+_MERGE_KEYS = ("name", "mountPath", "containerPort", "port", "ip", "devicePath", "type")
+"""The merge keys of Kubernetes' keyed lists (containers, env, volumes by name; volumeMounts by
+mountPath; ports by containerPort or port; ...), guessed from the items since the hub has no
+Go types to read them from."""
+_ORDER, _DELETE_FROM = "$setElementOrder/", "$deleteFromPrimitiveList/"
+
+
+def _merge_key(items: list[Any]) -> str | None:
+    if not items or not all(isinstance(item, dict) for item in items):
+        return None
+    return next((key for key in _MERGE_KEYS if all(key in item for item in items)), None)
+
+
+def strategic_merge(current: Any, patch: Any) -> Any:
+    """A strategic merge patch as kubectl's client-side apply sends it for built-in kinds: maps
+    merge (null deletes), lists of objects merge by their merge key (`$patch: delete` removes an
+    item, `$setElementOrder/<field>` orders them), `$deleteFromPrimitiveList/<field>` removes
+    values, `$patch: replace` replaces; other lists are replaced. Merge keys are guessed
+    (`_MERGE_KEYS`), where kube-apiserver reads them from the Go types."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    if patch.get("$patch") == "replace":
+        return {k: copy.deepcopy(v) for k, v in patch.items() if not k.startswith("$")}
+    result = dict(current) if isinstance(current, dict) else {}
+    for key, value in patch.items():
+        if key.startswith(_DELETE_FROM):
+            field = key.removeprefix(_DELETE_FROM)
+            result[field] = [v for v in result.get(field) or [] if v not in value]
+        elif key.startswith("$"):
+            continue
+        elif value is None:
+            result.pop(key, None)
+        elif isinstance(value, list) and _merge_key(value) and isinstance(result.get(key), list):
+            result[key] = _merge_list(result[key], value, patch.get(_ORDER + key))
+        else:
+            result[key] = strategic_merge(result.get(key), value)
+    for key, order in patch.items():
+        if key.startswith(_ORDER) and key.removeprefix(_ORDER) not in patch:
+            field = key.removeprefix(_ORDER)
+            result[field] = _merge_list(result.get(field) or [], [], order)
+    return result
+
+
+def _merge_list(current: list[Any], patch: list[Any], order: list[Any] | None) -> list[Any]:
+    key = _merge_key(patch) or _merge_key(order or []) or _merge_key(current)
+    if key is None:
+        return copy.deepcopy(patch)
+    merged = {item.get(key): item for item in current if isinstance(item, dict)}
+    for item in patch:
+        if item.get("$patch") == "delete":
+            merged.pop(item[key], None)
+        else:
+            merged[item[key]] = strategic_merge(merged.get(item[key]), item)
+    if order is None:
+        return list(merged.values())
+    ranks = {entry.get(key): i for i, entry in enumerate(order) if isinstance(entry, dict)}
+    return sorted(merged.values(), key=lambda item: ranks.get(item.get(key), len(ranks)))
 
 
 _SERVER_METADATA = frozenset({"uid", "resourceVersion", "creationTimestamp", "managedFields"})
