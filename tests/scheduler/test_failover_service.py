@@ -64,7 +64,7 @@ async def test_a_not_ready_clusters_share_moves_gracefully_and_does_not_flap_bac
         assert binding.binding_clusters == list(names.values())
         assert binding.replicas == {key: [5, 3, 4]}
         assert binding.draining_clusters == [names["b"]]
-        moved = await eventually(lambda: hub.events(sub, "FailingOver"), 5)
+        moved = await eventually(lambda: hub.events(sub, "FailingOver"), 60)
         assert moved == [
             f"moving the replicas of {names['b']} to other clusters; kept there until the new placement is available"
         ]
@@ -102,7 +102,7 @@ async def test_a_draining_cluster_that_is_deleted_is_dropped_at_once(
         await hub.wait_bound(sub, [f"{unique_ns}-a/mc", f"{unique_ns}-b/mc"])
         b.spec.taints = [Taint(key=UNSCHEDULABLE_TAINT, value="ClusterStatusUnknown", effect="NoSchedule")]
         await hub.clusters.update(b)
-        binding = await eventually(lambda: hub.draining(sub), 10, what="b draining")
+        binding = await eventually(lambda: hub.draining(sub), 60, what="b draining")
         assert binding.replicas == {key: [4, 2]}
 
         await hub.clusters.delete(b.namespace, b.name)

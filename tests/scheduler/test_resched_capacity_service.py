@@ -57,13 +57,13 @@ async def test_replicas_without_room_are_reported_then_placed_when_a_cluster_gro
         assert binding.predicted_replicas == {key: [2, 2]}
         assert binding.condition is not None
         assert (binding.condition.status, binding.condition.reason) == ("False", "PartiallyScheduled")
-        failed = await eventually(lambda: hub.events(sub, "FailedScheduling"), 5)
+        failed = await eventually(lambda: hub.events(sub, "FailedScheduling"), 60)
         assert failed[0].startswith(f"could not place 2 replica(s) of {key}"), failed
 
         # b gets a second node: room past the threshold, so the 2 left over go there.
         await report_nodes(hub, b, 2)
-        await eventually(lambda: hub.replicas(sub, {key: [2, 4]}), 10, what="the 2 left over placed on b")
-        binding = await eventually(lambda: hub.binding(sub), 5)
+        await eventually(lambda: hub.replicas(sub, {key: [2, 4]}), 60, what="the 2 left over placed on b")
+        binding = await eventually(lambda: hub.binding(sub), 60)
         assert binding is not None and binding.unscheduled_replicas == {}
         assert binding.condition is not None and binding.condition.status == "True"
 
@@ -91,11 +91,11 @@ async def test_a_higher_priority_subscription_takes_the_room_and_the_preempted_o
         running_service("clusternet-scheduler", build, nats_server.url),
     ):
         low = await dynamic("low", 0)
-        await eventually(lambda: hub.replicas(low, {f"apps/v1/Deployment/{unique_ns}/low": [2]}), 10)
+        await eventually(lambda: hub.replicas(low, {f"apps/v1/Deployment/{unique_ns}/low": [2]}), 60)
         high = await dynamic("high", 10)
-        await eventually(lambda: hub.replicas(high, {f"apps/v1/Deployment/{unique_ns}/high": [2]}), 10)
-        told = await eventually(lambda: hub.events(low, "Preempted"), 10)
+        await eventually(lambda: hub.replicas(high, {f"apps/v1/Deployment/{unique_ns}/high": [2]}), 60)
+        told = await eventually(lambda: hub.events(low, "Preempted"), 60)
         assert told == [f"preempted by {unique_ns}/high (priority 10): rescheduling"]
         # Divided again from nothing: the room on a is the high-priority Subscription's now.
-        binding = await eventually(lambda: hub.unplaced(low), 10, what="low left without room")
+        binding = await eventually(lambda: hub.unplaced(low), 60, what="low left without room")
         assert binding.unscheduled_replicas == {f"apps/v1/Deployment/{unique_ns}/low": 2}

@@ -42,7 +42,7 @@ async def test_binding_follows_labels_taints_tolerations_restarts_and_deletion(
         c.labels["env"] = "prod"
         await hub.clusters.update(c)
         await hub.wait_bound(sub, [f"{unique_ns}-{x}/mc" for x in "abc"])
-        scheduled = await eventually(lambda: hub.events(sub, "Scheduled"), 5)
+        scheduled = await eventually(lambda: hub.events(sub, "Scheduled"), 60)
         assert scheduled[0] == f"Successfully bound {unique_ns}/app to {unique_ns}-a/mc,{unique_ns}-b/mc"
 
     # While the scheduler is down, a cluster is tainted; the restarted one relists and converges.
@@ -57,7 +57,7 @@ async def test_binding_follows_labels_taints_tolerations_restarts_and_deletion(
         assert binding.spec_hash == spec_hash(sub.spec)
 
         await hub.subs.delete(sub.namespace, sub.name)
-        await eventually(lambda: hub.unbound(sub), 10, what="binding removed with its Subscription")
+        await eventually(lambda: hub.unbound(sub), 60, what="binding removed with its Subscription")
     scheduled = await hub.events(sub, "Scheduled")
     assert len(scheduled) == 4, f"one Scheduled event per new binding, none repeated on restart: {scheduled}"
 
@@ -71,13 +71,13 @@ async def test_unschedulable_subscription_is_told_once_and_bound_when_a_cluster_
     async with running_service("clusternet-scheduler", build, nats_server.url):
         binding = await hub.wait_bound(sub, [])
         assert binding.desired_releases == 0
-        failed = await eventually(lambda: hub.events(sub, "FailedScheduling"), 5)
+        failed = await eventually(lambda: hub.events(sub, "FailedScheduling"), 60)
         assert "clusters are available: " in failed[0]
         assert f"1 cluster(s) had untolerated taint {{dedicated: {unique_ns}}}" in failed[0]
 
         await hub.clusters.create(make_cluster(f"{unique_ns}-b", labels={"test": unique_ns}))
         await hub.wait_bound(sub, [f"{unique_ns}-b/mc"])
-        await eventually(lambda: hub.events(sub, "Scheduled"), 5)
+        await eventually(lambda: hub.events(sub, "Scheduled"), 60)
     assert len(await hub.events(sub, "FailedScheduling")) == 1, "re-evaluating an unchanged failure tells no one"
 
 
@@ -100,7 +100,7 @@ async def test_static_dividing_splits_by_weight_follows_the_feed_inventory_and_k
 
         finv.spec.feeds[0].desired_replicas = 9
         await hub.inventories.update(finv)
-        await eventually(lambda: hub.replicas(sub, {key: [3, 6]}), 10, what="re-divided after the Deployment scaled")
+        await eventually(lambda: hub.replicas(sub, {key: [3, 6]}), 60, what="re-divided after the Deployment scaled")
 
         # A cluster joining does not re-divide a Dividing Subscription (Clusternet's admit): only a
         # spec or FeedInventory change does. A spec change then gives the new cluster its share.
@@ -122,7 +122,7 @@ async def test_dividing_waits_for_its_feed_inventory_and_says_why(
         make_sub("app", unique_ns, subscribers, feeds=[feed], schedulingStrategy="Dividing", dividingScheduling=STATIC)
     )
     async with running_service("clusternet-scheduler", build, nats_server.url):
-        failed = await eventually(lambda: hub.events(sub, "FailedScheduling"), 10)
+        failed = await eventually(lambda: hub.events(sub, "FailedScheduling"), 60)
         assert failed == [f"waiting for the FeedInventory {unique_ns}/app of the current feeds"]
         binding = await hub.binding(sub)
         assert binding is not None and binding.binding_clusters == [] and binding.spec_hash == 0
@@ -146,7 +146,7 @@ async def test_a_subscription_for_an_unknown_scheduler_is_told_so(
     await hub.clusters.create(make_cluster(f"{unique_ns}-a", labels={"test": unique_ns}))
     sub = await hub.subs.create(make_sub("app", unique_ns, selecting(unique_ns), schedulerName="elsewhere"))
     async with running_service("clusternet-scheduler", build, nats_server.url):
-        failed = await eventually(lambda: hub.events(sub, "FailedScheduling"), 10)
+        failed = await eventually(lambda: hub.events(sub, "FailedScheduling"), 60)
         assert failed == ["no profile named 'elsewhere' (profiles: default)"]
         binding = await hub.binding(sub)
         assert binding is not None and binding.condition is not None

@@ -181,8 +181,26 @@ async def _health_app(ctx: ServiceContext) -> web.AppRunner | None:
     return await serve_health(ctx.options.health_host, ctx.options.health_port, ctx.nc, ctx.is_ready, ctx.metrics)
 
 
-async def serve(name: str, options: CommonOptions, build: Builder, stop: asyncio.Event) -> None:
-    """Runs one service until `stop` is set."""
+STOP_TIMEOUT = 30.0
+"""Seconds each shutdown step may take before the service goes on without it."""
+
+
+async def _bounded(step: Awaitable[None], what: str, service: str, timeout: float) -> None:
+    """Awaits one shutdown step for at most `timeout`: a component that hangs on stop (or swallows
+    its cancellation) must not keep the process from exiting on SIGTERM; it is logged, and left."""
+    task = asyncio.ensure_future(step)
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        task.cancel()
+        log.error("service.stop_step_timed_out", service=service, step=what, seconds=timeout)
+    elif not task.cancelled() and task.exception() is not None:
+        log.error("service.stop_step_failed", service=service, step=what, error=repr(task.exception()))
+
+
+async def serve(
+    name: str, options: CommonOptions, build: Builder, stop: asyncio.Event, stop_timeout: float = STOP_TIMEOUT
+) -> None:
+    """Runs one service until `stop` is set; each shutdown step is bounded by `stop_timeout`."""
     conn = Connection(options.nats_url, name, options.nats_creds)
     nc = await conn.connect()
     ctx = ServiceContext(name, options, conn, nc)
@@ -196,10 +214,10 @@ async def serve(name: str, options: CommonOptions, build: Builder, stop: asyncio
         await stop.wait()
     finally:
         log.info("service.stopping", service=name)
-        await ctx.stop()
+        await _bounded(ctx.stop(), "components", name, stop_timeout)
         if runner is not None:
-            await runner.cleanup()
-        await conn.close()
+            await _bounded(runner.cleanup(), "health server", name, stop_timeout)
+        await _bounded(conn.close(), "nats connection", name, stop_timeout)
         log.info("service.stopped", service=name)
 
 
