@@ -8,6 +8,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 import nats
+import nats.js.errors
 import pytest
 from clusternet_nats.api.subjects import BUCKETS
 from clusternet_nats.hub.registration.records import ensure_registration_buckets
@@ -62,7 +63,15 @@ async def test_an_r1_bucket_made_earlier_is_scaled_to_the_configured_replicas(cl
     name = f"old-{uuid.uuid4().hex[:8]}"
     try:
         kv = await js.create_key_value(KeyValueConfig(bucket=name, history=1, replicas=1))
-        await kv.put("kept", b"before")
+
+        async def put_answered() -> bool:  # a new stream on a cluster answers once it has a leader
+            try:
+                await kv.put("kept", b"before")
+            except nats.js.errors.NoStreamResponseError:
+                return False
+            return True
+
+        await eventually(put_answered, timeout=30, what="the new R1 bucket's first put")
         await ensure_stream(js, kv_stream_config(name, R3))
         assert await replicas_of(js, kv_stream(name)) == 3
         assert (await kv.get("kept")).value == b"before", "scaling keeps the data"

@@ -181,7 +181,7 @@ async def _health_app(ctx: ServiceContext) -> web.AppRunner | None:
     return await serve_health(ctx.options.health_host, ctx.options.health_port, ctx.nc, ctx.is_ready, ctx.metrics)
 
 
-STOP_TIMEOUT = 30.0
+STOP_TIMEOUT = 10.0
 """Seconds each shutdown step may take before the service goes on without it."""
 
 

@@ -22,4 +22,4 @@ async def running_service(name: str, build: Builder, nats_url: str, stream_repli
         yield
     finally:
         stop.set()
-        await asyncio.wait_for(task, 15)
+        await asyncio.wait_for(task, 45)  # serve bounds each of its three shutdown steps to 10 s

@@ -10,10 +10,12 @@ chart `greeter` 0.1.0 and 0.2.0 (testing/charts.py), also once per session and o
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+import structlog
 from clusternet_nats.testing.charts import GREETER, ChartRepo, OciRegistry, oci_registry_with
 from clusternet_nats.testing.kube import ControlPlane
 from clusternet_nats.testing.natsserver import NatsServer
@@ -21,6 +23,12 @@ from clusternet_nats.testing.tools import Tools, ensure_tools
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In-process services log to the real stderr, bound once: structlog's default prints to
+    whatever `sys.stdout` is when it logs, which inside a CLI test is the CLI's captured output,
+    so a background service's line would land in the table a test reads."""
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.__stderr__))
 
 @pytest.fixture(scope="session")
 def nats_server() -> Iterator[NatsServer]:
