@@ -47,6 +47,8 @@ async def one_round(cluster: NatsCluster, timeout: float) -> tuple[float, float]
                 await kv.put("k", b"after")
                 break
             except Exception:
+                if time.monotonic() - killed > 120:
+                    raise RuntimeError("no put accepted within 120 s of the leader's death") from None
                 await asyncio.sleep(0.01)
         paused = time.monotonic() - killed
         leader.start()
