@@ -1,0 +1,56 @@
+"""The child's API server as the hub's proxy reaches it: one HTTP exchange at a time.
+
+The proxy (issue: kubectl through the hub over the NATS tunnel) carries a user's request to the
+agent, which hands it to its backend's `ApiServer` and streams the answer back. A real cluster's
+is its kube-apiserver, called with the agent's own credentials and the user's impersonation
+headers, so the child's RBAC decides; a simulated cluster answers from the objects it holds, so
+the proxy can be exercised at fleet scale without a control plane per cluster. The agent's proxy
+layer builds the request (path without the proxy prefix, impersonation headers set, the user's
+own credentials removed); the backend only performs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+Headers = Sequence[tuple[str, str]]
+"""HTTP headers in order; a name may repeat (`Impersonate-Group`)."""
+
+
+@dataclass(frozen=True)
+class UpstreamRequest:
+    """One request for the child's API server."""
+
+    method: str
+    path: str
+    """Begins with `/`, e.g. `/api/v1/namespaces/default/pods`; no proxy prefix, no query."""
+    query: str = ""
+    """The raw query string, without `?` (`watch=1&resourceVersion=7`)."""
+    headers: Headers = ()
+    body: bytes = b""
+    timeout: float | None = None
+    """Seconds for the whole exchange; None: no limit (a watch, `logs -f`)."""
+
+
+@dataclass
+class UpstreamResponse:
+    """The answer's head, and its body as it arrives (a watch's events, a log's lines)."""
+
+    status: int
+    headers: Headers
+    body: AsyncIterator[bytes]
+    """Chunks in order; ends when the answer is complete. Stop iterating and call `close`
+    to abandon it (the client went away)."""
+
+    async def close(self) -> None:
+        """Releases the exchange; safe to call twice and after the body ended."""
+        aclose = getattr(self.body, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+class ApiServer(Protocol):
+    async def send(self, request: UpstreamRequest) -> UpstreamResponse:
+        """Performs the request; an unreachable server answers 503 rather than raising."""
