@@ -28,8 +28,9 @@ from clusternet_nats.hub.registration import jwt
 from clusternet_nats.hub.registration.records import ensure_registration_buckets, new_token, token_store
 from clusternet_nats.store import JsonBucket, ensure_buckets
 from clusternet_nats.testing.natsserver import free_port
+from clusternet_nats.testing.reference import load_average, publish_async_rate
 from clusternet_nats.testing.securehub import SecureHub
-from clusternet_nats.testing.system import ServiceProcess
+from clusternet_nats.testing.system import ServiceProcess, wait_ready
 
 STATUS_STREAM = "KV_managedclusters-status"
 HUB_SIDE = ("hub", "scheduler", "deployer", "predictor")
@@ -49,31 +50,6 @@ async def stored_heartbeats(js: nats.js.JetStreamContext) -> tuple[int, int]:
     """(clusters that reported, last sequence) of the cluster-status bucket."""
     keys = await JsonBucket(js, "managedclusters-status").keys()
     return len(keys), int((await js.stream_info(STATUS_STREAM)).state.last_seq)
-
-
-async def publish_async_rate(url: str, count: int = 20_000) -> float:
-    """The bus's own rate here and now: nats-py publish_async into a stream, then wait for acks."""
-    nc = await nats.connect(url)
-    js = nc.jetstream(publish_async_max_pending=4000)
-    await js.add_stream(name="BENCH_REFERENCE", subjects=["bench.reference"])
-    try:
-        started = time.monotonic()
-        for _ in range(count):
-            await js.publish_async("bench.reference", b"x" * 512)
-        await js.publish_async_completed()
-        return count / (time.monotonic() - started)
-    finally:
-        await js.delete_stream("BENCH_REFERENCE")
-        await nc.close()
-
-
-async def wait_ready(processes: list[ServiceProcess], timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    for proc in processes:
-        while not await asyncio.to_thread(proc.ready):
-            if time.monotonic() > deadline or not proc.running:
-                raise RuntimeError(f"{proc.name} did not become ready:\n{proc.log_tail()}")
-            await asyncio.sleep(0.2)
 
 
 async def main(clusters: int, report_frequency: float, window: float) -> int:
@@ -105,7 +81,7 @@ async def main(clusters: int, report_frequency: float, window: float) -> int:
             processes += [service(name, directory, common) for name in HUB_SIDE[1:]]
             for proc in processes:
                 proc.start()
-            await wait_ready(processes)
+            await asyncio.to_thread(wait_ready, processes, 120)
             agent = service(
                 "agent",
                 directory,
@@ -145,7 +121,7 @@ async def main(clusters: int, report_frequency: float, window: float) -> int:
                 print(f"hub-side CPU per heartbeat: {total / 100 / rate * 1000:.2f} ms")
             reference = await publish_async_rate(secure.url("hub"))
             print(f"reference: nats-py publish_async {reference:.0f} msgs/s on the same server")
-            print(f"load average: {' '.join(f'{x:.2f}' for x in psutil.getloadavg())}")
+            print(f"load average: {load_average()}")
         finally:
             for proc in reversed(processes):
                 await asyncio.to_thread(proc.stop)

@@ -36,7 +36,7 @@ from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.store import BINDINGS_BUCKET, ObjectStore, StatusStore, ensure_buckets, object_key
 from clusternet_nats.store.keys import kv_subject_prefix
 from clusternet_nats.testing.natsserver import NatsServer, free_port
-from clusternet_nats.testing.system import ServiceProcess
+from clusternet_nats.testing.system import ServiceProcess, wait_ready
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
@@ -178,14 +178,6 @@ def cpu_seconds(services: list[ServiceProcess]) -> dict[str, float]:
     return used
 
 
-def wait_ready(service: ServiceProcess, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not service.ready():
-        if not service.running or time.monotonic() > deadline:
-            raise RuntimeError(f"{service.name} did not become ready:\n{service.log_tail()}")
-        time.sleep(0.1)
-
-
 async def gather_bounded(jobs: list[Callable[[], Any]], width: int = 64) -> None:
     for i in range(0, len(jobs), width):
         await asyncio.gather(*(job() for job in jobs[i : i + width]))
@@ -221,8 +213,7 @@ async def run(args: argparse.Namespace) -> int:
         print(f"wrote {args.clusters} ManagedClusters and node inventories directly in {time.perf_counter() - t:.1f}s")
         for service in services:
             service.start()
-        for service in services:
-            wait_ready(service)
+        wait_ready(services)
         watch = BindingWatch()
         await watch.start(nc)
         subs: ObjectStore[Subscription] = ObjectStore(js, KindInfo.of(Subscription))

@@ -113,6 +113,22 @@ class ServiceProcess:
             return ""
 
 
+def wait_ready(services: Sequence[ServiceProcess], timeout: float = 60.0) -> None:
+    """Blocks until every service answers /readyz; fails at once, with its log, if one exits."""
+    deadline = time.monotonic() + timeout
+    pending = list(services)
+    while pending:
+        pending = [s for s in pending if not s.ready()]
+        for service in pending:
+            if not service.running:
+                raise RuntimeError(f"{service.name} exited:\n{service.log_tail()}")
+        if pending and time.monotonic() > deadline:
+            tails = "\n".join(f"--- {s.name}\n{s.log_tail()}" for s in pending)
+            raise TimeoutError(f"not ready after {timeout}s: {[s.name for s in pending]}\n{tails}")
+        if pending:
+            time.sleep(0.05)
+
+
 class System:
     """NATS plus every service plus simulated clusters, in a work directory."""
 
@@ -258,18 +274,7 @@ class System:
         return self
 
     def wait_ready(self, timeout: float = 60.0, names: tuple[str, ...] | None = None) -> None:
-        deadline = time.monotonic() + timeout
-        pending = [self.services[n] for n in (names or tuple(self.services))]
-        while pending:
-            pending = [s for s in pending if not s.ready()]
-            for service in pending:
-                if not service.running:
-                    raise RuntimeError(f"{service.name} exited:\n{service.log_tail()}")
-            if pending and time.monotonic() > deadline:
-                tails = "\n".join(f"--- {s.name}\n{s.log_tail()}" for s in pending)
-                raise TimeoutError(f"not ready after {timeout}s: {[s.name for s in pending]}\n{tails}")
-            if pending:
-                time.sleep(0.05)
+        wait_ready([self.services[n] for n in (names or tuple(self.services))], timeout)
 
     async def wait_ready_async(self, timeout: float = 60.0, names: tuple[str, ...] | None = None) -> None:
         await asyncio.to_thread(self.wait_ready, timeout, names)
