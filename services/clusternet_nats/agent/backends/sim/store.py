@@ -3,14 +3,18 @@
 Writing sets uid and creationTimestamp on create, bumps generation only when the spec changes
 and resourceVersion only when anything changes, so an apply that changes nothing is invisible,
 exactly the property level-triggered reconcilers need to settle. Each object also keeps the
-order it was created in, which the sim schedules workloads by.
+order it was created in, which the sim schedules workloads by. resourceVersions come from one
+counter per table, as etcd's revision is one per cluster: an object's is the revision that last
+wrote it, the table's (`revision`) the latest, which a list reports and a watch resumes from.
+Listeners (`on_change`) hear every change as a watch would, so the sim's API server can stream
+them and the agent can notice a change made in the child behind its back.
 """
 
 from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +24,8 @@ from clusternet_nats.api.meta import utcnow
 
 Body = dict[str, Any]
 _NOT_SPEC = ("apiVersion", "kind", "metadata", "status")
+
+ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 
 
 @dataclass
@@ -50,11 +56,30 @@ def _meta_without_system_fields(body: Body) -> Body:
     return meta
 
 
+ChangeListener = Callable[[str, "SimObject"], None]
+"""Called after each change with ADDED, MODIFIED or DELETED and the object as it now is (for
+DELETED its last state, stamped with the deletion's revision). The object is the table's own,
+later changed in place: a listener that keeps it copies it."""
+
+
 class ObjectTable:
     def __init__(self) -> None:
         self._objects: dict[ObjectRef, SimObject] = {}
         self._revision = 0
         self._created = 0
+        self._listeners: list[ChangeListener] = []
+
+    @property
+    def revision(self) -> int:
+        """The table's resourceVersion: the revision of its latest change (deletes included)."""
+        return self._revision
+
+    def on_change(self, listener: Callable[[str, SimObject], None]) -> None:
+        self._listeners.append(listener)
+
+    def _emit(self, event: str, obj: SimObject) -> None:
+        for listener in self._listeners:
+            listener(event, obj)
 
     def get(self, ref: ObjectRef) -> SimObject | None:
         return self._objects.get(ref)
@@ -72,6 +97,7 @@ class ObjectTable:
             meta.update(uid=str(uuid.uuid4()), generation=1, creationTimestamp=utcnow().isoformat())
             self._objects[ref] = SimObject(ref, body, self._created)
             self._stamp(self._objects[ref])
+            self._emit(ADDED, self._objects[ref])
             return True
         if "status" not in body and "status" in current.body:
             body["status"] = current.body["status"]
@@ -85,6 +111,7 @@ class ObjectTable:
             meta["generation"] = current.generation + 1
         current.body = body
         self._stamp(current)
+        self._emit(MODIFIED, current)
         return True
 
     def set_status(self, ref: ObjectRef, status: Body) -> bool:
@@ -94,10 +121,15 @@ class ObjectTable:
             return False
         obj.body["status"] = status
         self._stamp(obj)
+        self._emit(MODIFIED, obj)
         return True
 
     def delete(self, ref: ObjectRef) -> SimObject | None:
-        return self._objects.pop(ref, None)
+        obj = self._objects.pop(ref, None)
+        if obj is not None:
+            self._stamp(obj)
+            self._emit(DELETED, obj)
+        return obj
 
     def _stamp(self, obj: SimObject) -> None:
         self._revision += 1
@@ -113,6 +145,7 @@ class ObjectTable:
         return {"revision": self._revision, "created": self._created, "objects": copy.deepcopy(objects)}
 
     def restore(self, state: Body) -> None:
+        """Loads a snapshot at start, before anyone listens: no events."""
         self._revision, self._created = int(state["revision"]), int(state["created"])
         self._objects = {}
         for item in state["objects"]:
