@@ -7,6 +7,7 @@ it alike. Recording the Event, and not repeating it, is `store.deploy_events`' j
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from clusternet_nats.api.apps import Description, DescriptionPhase, DescriptionStatus
@@ -30,6 +31,13 @@ def deployed(desc: Description, status: DescriptionStatus) -> DeployEvent:
     if status.phase is DescriptionPhase.SUCCESS:
         return DeployEvent(True, SUCCESSFULLY_DEPLOYED, f"successfully deployed Description {name}")
     return DeployEvent(False, UNSUCCESSFULLY_DEPLOYED, f"failed to deploy Description {name}: {status.reason}")
+
+
+def restored(desc: Description, objects: Sequence[str]) -> DeployEvent:
+    """The Event when the agent put back objects changed or deleted in the child (drift): what
+    Clusternet's agent records after such a re-apply (Recovery), naming what was put back."""
+    message = f"successfully deployed Description {desc.namespaced_name()}: restored {', '.join(objects)}"
+    return DeployEvent(True, SUCCESSFULLY_DEPLOYED, f"{message} (changed or deleted in the cluster)")
 
 
 def failed(desc: Description, status: DescriptionStatus | None) -> DeployEvent | None:

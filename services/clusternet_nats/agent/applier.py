@@ -10,6 +10,7 @@ applied: a failed apply never deletes.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from clusternet_nats.agent.backends.base import ApplyOutcome, ClusterBackend, ObjectRef, RawObject
@@ -40,12 +41,24 @@ def _decode_manifests(raw: list[bytes]) -> tuple[list[RawObject], list[str]]:
     return manifests, failures
 
 
+@dataclass(frozen=True)
+class Deployed:
+    """How a Description deployed, and which of its objects that put back (drift undone)."""
+
+    status: DescriptionStatus
+    restored: list[ObjectRef] = field(default_factory=list)
+
+
 class DescriptionApplier:
     def __init__(self, backend: ClusterBackend) -> None:
         self.backend = backend
 
     async def deploy(self, key: str, desc: Description) -> DescriptionStatus:
         """Applies Description `key`; the status says Success, or Failure with every reason."""
+        return (await self.deploy_restoring(key, desc)).status
+
+    async def deploy_restoring(self, key: str, desc: Description) -> Deployed:
+        """`deploy`, also saying which objects the apply put back after drift in the cluster."""
         if desc.spec.deployer is DeployerType.HELM:
             releases, failures = releases_of(desc)
             outcome = await self.backend.install_releases(key, [release for _, release in releases])
@@ -57,11 +70,12 @@ class DescriptionApplier:
         failures += outcome.failures
         if not failures:
             await self.backend.prune(key, outcome.applied)
-        return DescriptionStatus(
+        status = DescriptionStatus(
             phase=DescriptionPhase.FAILURE if failures else DescriptionPhase.SUCCESS,
             reason="; ".join(failures) or None,
             manifest_statuses=manifest_statuses,
         )
+        return Deployed(status, outcome.restored)
 
     async def remove(self, key: str) -> list[ObjectRef]:
         """Deletes everything Description `key` applied; returns what went."""

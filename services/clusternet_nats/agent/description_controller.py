@@ -2,7 +2,10 @@
 
 Level-triggered: reconcile(key) reads the Description as it is now. Present: deploy it (see
 applier.py) and write `descriptions-status` if it changed. Absent: delete everything it applied
-and its status. Watching only `<dedicated namespace>.>` of `descriptions` (in registration
+and its status. The backend queues a Description again when its objects' status changes, or
+when one is changed or deleted in the cluster by anyone else (drift); an apply that puts such
+objects back is told by a SuccessfullyDeployed Event naming them, as Clusternet's agent
+(Recovery) records one after its re-apply. Watching only `<dedicated namespace>.>` of `descriptions` (in registration
 mode through the consumer the hub makes for the cluster) is what confines a child to its own
 keys. Only once the informer has listed (and so holds
 every Description, not a partial view) are owners found in the cluster with no Description
@@ -18,6 +21,7 @@ from clusternet_nats.agent.backends.base import ClusterBackend
 from clusternet_nats.agent.identity import ClusterIdentity
 from clusternet_nats.api.apps import Description, DescriptionPhase, DescriptionStatus
 from clusternet_nats.api.registry import by_kind
+from clusternet_nats.domain.descriptions import restored
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import StatusStore
 from clusternet_nats.store.deploy_events import DeployOutcomes
@@ -44,6 +48,7 @@ class DescriptionController:
         ctx.run_forever(self.prune_orphans)
         self._log = log.bind(cluster=identity.name)
         self.outcomes = DeployOutcomes(ctx.recorder, self._log)
+        self.recorder = ctx.recorder
 
     async def prune_orphans(self) -> None:
         """Queues every owner in the cluster whose Description is gone (run once listed)."""
@@ -56,9 +61,14 @@ class DescriptionController:
         if desc is None:
             await self._remove(key)
             return
-        status = await self.applier.deploy(key, desc)
+        deployed = await self.applier.deploy_restoring(key, desc)
+        status = deployed.status
         await self.statuses.put_if_changed(key, status)
         await self.outcomes.report(key, self.informer.revision(key), desc, status)
+        if deployed.restored:
+            event = restored(desc, [str(ref) for ref in deployed.restored])
+            self._log.info("description.restored", description=key, objects=[str(r) for r in deployed.restored])
+            await self.recorder.normal(desc, event.reason, event.message)
         if status.phase is DescriptionPhase.FAILURE:
             raise DeployError(status.reason)
 

@@ -42,6 +42,8 @@ class ApplyOutcome:
 
     applied: list[ObjectRef] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    restored: list[ObjectRef] = field(default_factory=list)
+    """Of `applied`, those put back after being changed or deleted in the cluster (drift)."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,8 @@ class ClusterBackend(Protocol):
     async def facts(self) -> ClusterFacts: ...
 
     def on_status_change(self, listener: StatusListener) -> None:
-        """Asks to be told when objects' status changes by itself (capacity freed, pods ready)."""
+        """Asks to be told when objects' status changes by itself (capacity freed, pods ready), and
+        when an object applied is changed or deleted in the cluster by anyone else (drift)."""
 
 
 def install_order(manifests: Sequence[RawObject]) -> list[RawObject]:

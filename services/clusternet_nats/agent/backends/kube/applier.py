@@ -13,7 +13,7 @@ from typing import Any
 
 from clusternet_nats.agent.backends.base import ObjectRef, RawObject
 from clusternet_nats.kube.discovery import DEFAULT_NAMESPACE, Discovery, Resource
-from clusternet_nats.kube.rest import APPLY_PATCH, KubeApi, KubeError
+from clusternet_nats.kube.rest import APPLY_PATCH, Json, KubeApi, KubeError
 
 FIELD_MANAGER = "clusternet-agent"
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
@@ -56,7 +56,8 @@ class ServerSideApplier:
         namespace = (namespace or DEFAULT_NAMESPACE) if resource.namespaced else ""
         return ObjectRef(api_version, kind, namespace, name), resource
 
-    async def apply(self, body: dict[str, Any]) -> ObjectRef:
+    async def apply(self, body: dict[str, Any]) -> tuple[ObjectRef, Resource, Json]:
+        """Applies `body`; which object, its resource, and the object as the API server returned it."""
         ref, resource = await self.locate(body)
         if ref.namespace:
             body["metadata"]["namespace"] = ref.namespace
@@ -64,13 +65,13 @@ class ServerSideApplier:
             body["metadata"].pop("namespace", None)
         query = {"fieldManager": FIELD_MANAGER, "force": "true"}
         path = resource.path(ref.namespace, ref.name)
-        await self.api.request("PATCH", path, query, body, APPLY_PATCH)
+        applied = await self.api.request("PATCH", path, query, body, APPLY_PATCH)
         if ref.kind == "CustomResourceDefinition" and ref.api_version == CRD_API_VERSION:
             await self._established(ref.name)
             spec = body.get("spec") or {}
             for version in spec.get("versions") or []:
                 self.discovery.forget(f"{spec.get('group')}/{version.get('name')}")
-        return ref
+        return ref, resource, applied
 
     async def delete(self, resource: Resource, ref: ObjectRef) -> bool:
         """Deletes (dependents in the background); False when it was already gone or going."""

@@ -32,7 +32,7 @@ from clusternet_nats.agent.backends.kube.applier import ManifestError, ServerSid
 from clusternet_nats.agent.backends.kube.helm import RELEASE_KIND, Helm, release_ref, status_of
 from clusternet_nats.agent.backends.kube.ownership import AGENT_NAMESPACE, Kind, mark, owner_of, owner_selector
 from clusternet_nats.agent.backends.kube.records import Records
-from clusternet_nats.agent.backends.kube.watcher import StatusWatcher
+from clusternet_nats.agent.backends.kube.watcher import AppliedWatcher
 from clusternet_nats.api.apps import HelmRelease
 from clusternet_nats.helm.render import HelmError
 from clusternet_nats.kube.discovery import Discovery, Resource, UnknownKind
@@ -81,7 +81,7 @@ class KubeCluster:
             self.discovery = Discovery(self.api)
             self.applier = ServerSideApplier(self.api, self.discovery)
             self.records = Records(self.api)
-            self.watcher = StatusWatcher(self.api)
+            self.watcher = AppliedWatcher(self.api)
             self.watcher.listeners = self._listeners
         await self.records.ensure_namespace()
         self._started = True
@@ -110,8 +110,8 @@ class KubeCluster:
         await self.records.add(owner, _kinds(manifests))
         for manifest in install_order(manifests):
             try:
-                ref = await self.applier.apply(mark(manifest, owner))
-                self.watcher.watch(await self.discovery.resource(ref.api_version, ref.kind))
+                ref, resource, applied = await self.applier.apply(mark(manifest, owner))
+                self.watcher.watch(resource)
             except ManifestError as err:
                 outcome.failures.append(str(err))
                 continue
@@ -119,6 +119,8 @@ class KubeCluster:
                 outcome.failures.append(f"{describe(manifest)}: {err}")
                 continue
             outcome.applied.append(ref)
+            if self.watcher.applied(ref, owner, applied):
+                outcome.restored.append(ref)
         return outcome
 
     async def install_releases(self, owner: str, releases: Sequence[HelmRelease]) -> ApplyOutcome:
@@ -153,10 +155,12 @@ class KubeCluster:
             await self.helm.uninstall(ref)
         doomed = delete_order(found)
         for ref in doomed:
+            self.watcher.forget(ref)
             if ref.kind == "Namespace" and ref.name in PROTECTED_NAMESPACES:
                 await self.applier.disown(found[ref], ref)
             else:
                 await self.applier.delete(found[ref], ref)
+        self.watcher.retain(owner, keep)
         kept = {(r.api_version, r.kind) for r in keep}
         if keep and kept != recorded:
             await self.records.save(owner, kept)
