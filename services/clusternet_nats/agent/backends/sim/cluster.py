@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import structlog
+from clusternet_nats.agent.backends.apiserver import ApiServer
 from clusternet_nats.agent.backends.base import (
     ApplyOutcome,
     ClusterFacts,
@@ -61,6 +62,7 @@ class SimCluster:
         self._state = StateFile(state_dir / f"{name}.json", self.objects.snapshot) if state_dir else None
         self._listeners: list[StatusListener] = []
         self._placement = workloads.Placement()
+        self._apiserver: ApiServer | None = None
         self._log = log.bind(cluster=name)
 
     # -- ClusterBackend -----------------------------------------------------------------------
@@ -210,6 +212,26 @@ class SimCluster:
         used = self._placement.per_node or [(0, 0, 0)] * len(self.nodes)
         owners = self._placement.owners or [{} for _ in self.nodes]
         return [node.facts(*use, held) for node, use, held in zip(self.nodes, used, owners, strict=True)]
+
+    def apiserver(self) -> ApiServer:
+        """This cluster's objects served as kube-apiserver serves them (sim/apiserver.py), the one
+        instance whose history its watches resume from."""
+        if self._apiserver is None:
+            from clusternet_nats.agent.backends.sim.apiserver import SimApiServer  # it imports this module
+
+            self._apiserver = SimApiServer(self)
+        return self._apiserver
+
+    def direct_write(self, ref: ObjectRef, body: dict[str, Any] | None) -> None:
+        """A change made in the child itself (through its API server), not by an agent's apply:
+        stores the admitted `body`, or deletes (cascading from a Namespace) when None; then
+        reschedules, persists and tells the owners of what went."""
+        if body is None:
+            gone = self._delete(ref)
+            self._changed("", {o.ref for o in gone})
+            self._notify({o.owner for o in gone if o.owner})
+        elif self.objects.put(ref, body):
+            self._changed("", {ref})
 
     # -- inside the cluster ----------------------------------------------------------------
 

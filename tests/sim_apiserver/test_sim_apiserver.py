@@ -1,0 +1,244 @@
+"""A simulated cluster answers through the ApiServer contract as kube-apiserver would: discovery,
+reads, selectors, paging, watches from a resourceVersion, writes through the sim's admission."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from clusternet_nats.agent.backends.apiserver import UpstreamRequest, UpstreamResponse
+from clusternet_nats.agent.backends.base import ObjectRef
+from clusternet_nats.agent.backends.sim import SimCluster, Sizing
+from clusternet_nats.agent.backends.sim import apiserver as sim_apiserver
+from clusternet_nats.api.labels import APPLIED_BY_DESCRIPTION
+
+OWNER = "clusternet-abcde.app"
+DEPLOYS = "/apis/apps/v1/namespaces/apps/deployments"
+Json = dict[str, Any]
+
+
+def deployment(name: str, replicas: int = 1, labels: dict[str, str] | None = None) -> Json:
+    meta: Json = {"name": name, "namespace": "apps", "labels": labels or {}}
+    template = {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+    spec = {"replicas": replicas, "template": template}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": spec}
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[SimCluster]:
+    sim = SimCluster("child-1", Sizing(nodes=2))
+    await sim.start()
+    await sim.apply(OWNER, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}}])
+    yield sim
+    await sim.close()
+
+
+async def send(
+    sim: SimCluster, method: str, path: str, query: str = "", body: Any = None, content_type: str = "application/json"
+) -> UpstreamResponse:
+    raw = b"" if body is None else json.dumps(body).encode()
+    headers = [("Accept", "application/json"), ("Content-Type", content_type), ("Impersonate-User", "alice")]
+    return await sim.apiserver().send(UpstreamRequest(method, path, query, headers, raw))
+
+
+async def call(
+    sim: SimCluster, method: str, path: str, query: str = "", body: Any = None, **kw: str
+) -> tuple[int, Json]:
+    response = await send(sim, method, path, query, body, **kw)
+    data = b"".join([chunk async for chunk in response.body])
+    return response.status, json.loads(data)
+
+
+async def events(response: UpstreamResponse, count: int) -> list[tuple[str, Json]]:
+    """The next `count` watch events; the stream is line-delimited JSON."""
+    out: list[tuple[str, Json]] = []
+    buffer = b""
+    async for chunk in response.body:
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            event = json.loads(line)
+            out.append((event["type"], event["object"]))
+            if len(out) == count:
+                return out
+    return out
+
+
+async def test_discovery_lists_builtins_held_kinds_and_crds(cluster: SimCluster) -> None:
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.io"},
+        "spec": {
+            "group": "example.io",
+            "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets", "shortNames": ["wd"]},
+            "versions": [{"name": "v1", "served": True, "storage": True}],
+        },
+    }
+    await cluster.apply(OWNER, [crd])
+    status, core = await call(cluster, "GET", "/api/v1")
+    assert status == 200 and core["groupVersion"] == "v1"
+    by_name = {r["name"]: r for r in core["resources"]}
+    assert by_name["namespaces"]["namespaced"] is False and by_name["namespaces"]["shortNames"] == ["ns"]
+    assert by_name["configmaps"]["namespaced"] is True and "watch" in by_name["configmaps"]["verbs"]
+    assert by_name["nodes"]["verbs"] == ["get", "list", "watch"]
+    _, groups = await call(cluster, "GET", "/apis")
+    names = {g["name"]: g for g in groups["groups"]}
+    assert names["apps"]["preferredVersion"]["groupVersion"] == "apps/v1"
+    assert names["example.io"]["versions"] == [{"groupVersion": "example.io/v1", "version": "v1"}]
+    _, widgets = await call(cluster, "GET", "/apis/example.io/v1")
+    assert [(r["name"], r["kind"], r["shortNames"]) for r in widgets["resources"]] == [("widgets", "Widget", ["wd"])]
+    _, version = await call(cluster, "GET", "/version")
+    assert version["gitVersion"].startswith("v1.") and version["major"] == "1"
+    status, missing = await call(cluster, "GET", "/apis/nothing.io/v1")
+    assert status == 404 and missing["reason"] == "NotFound"
+    assert missing["message"] == "the server could not find the requested resource"
+
+
+async def test_get_and_list_with_kube_wording_and_resource_versions(cluster: SimCluster) -> None:
+    await cluster.apply(OWNER, [deployment("web", 2), deployment("api", 1)])
+    status, web = await call(cluster, "GET", f"{DEPLOYS}/web")
+    assert status == 200 and web["kind"] == "Deployment" and web["status"]["readyReplicas"] == 2
+    stored = cluster.objects.get(ObjectRef("apps/v1", "Deployment", "apps", "web"))
+    assert stored is not None and web["metadata"]["resourceVersion"] == stored.body["metadata"]["resourceVersion"]
+    status, listed = await call(cluster, "GET", "/apis/apps/v1/deployments")
+    assert status == 200 and listed["kind"] == "DeploymentList"
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["api", "web"]
+    assert listed["metadata"]["resourceVersion"] == str(cluster.objects.revision)
+    status, missing = await call(cluster, "GET", f"{DEPLOYS}/nope")
+    assert (status, missing["kind"], missing["reason"], missing["code"]) == (404, "Status", "NotFound", 404)
+    assert missing["message"] == 'deployments.apps "nope" not found'
+    assert missing["details"] == {"name": "nope", "group": "apps", "kind": "deployments"}
+    _, in_default = await call(cluster, "GET", "/apis/apps/v1/namespaces/default/deployments")
+    assert in_default["items"] == []
+    _, nodes = await call(cluster, "GET", "/api/v1/nodes")
+    assert [n["metadata"]["name"] for n in nodes["items"]] == ["child-1-node-1", "child-1-node-2"]
+    assert nodes["items"][0]["status"]["capacity"]["pods"] == "110"
+
+
+async def test_selectors_and_paging(cluster: SimCluster) -> None:
+    await cluster.apply(OWNER, [deployment(f"d{i}", 0, {"tier": "web" if i % 2 else "db"}) for i in range(5)])
+    _, web = await call(cluster, "GET", DEPLOYS, "labelSelector=tier%3Dweb")
+    assert [i["metadata"]["name"] for i in web["items"]] == ["d1", "d3"]
+    _, not_web = await call(cluster, "GET", DEPLOYS, "labelSelector=tier+notin+(web)")
+    assert [i["metadata"]["name"] for i in not_web["items"]] == ["d0", "d2", "d4"]
+    _, one = await call(cluster, "GET", "/apis/apps/v1/deployments", "fieldSelector=metadata.name%3Dd2")
+    assert [i["metadata"]["name"] for i in one["items"]] == ["d2"]
+    status, bad = await call(cluster, "GET", DEPLOYS, "fieldSelector=spec.replicas%3D1")
+    assert status == 400 and bad["reason"] == "BadRequest"
+    assert "field label not supported: spec.replicas" in bad["message"]
+    _, page = await call(cluster, "GET", DEPLOYS, "limit=2")
+    assert [i["metadata"]["name"] for i in page["items"]] == ["d0", "d1"]
+    assert page["metadata"]["remainingItemCount"] == 3
+    _, rest = await call(cluster, "GET", DEPLOYS, f"limit=2&continue={page['metadata']['continue']}")
+    assert [i["metadata"]["name"] for i in rest["items"]] == ["d2", "d3"]
+
+
+async def test_writes_go_through_admission_and_reschedule(cluster: SimCluster) -> None:
+    status, created = await call(cluster, "POST", DEPLOYS, body=deployment("web", 3))
+    assert status == 201 and created["metadata"]["uid"] and created["status"]["readyReplicas"] == 3
+    assert APPLIED_BY_DESCRIPTION not in created["metadata"].get("labels", {}), "a user's object has no owner"
+    status, again = await call(cluster, "POST", DEPLOYS, body=deployment("web", 3))
+    assert (status, again["reason"]) == (409, "AlreadyExists")
+    assert again["message"] == 'deployments.apps "web" already exists'
+    status, merged = await call(
+        cluster, "PATCH", f"{DEPLOYS}/web", body={"spec": {"replicas": 1}}, content_type="application/merge-patch+json"
+    )
+    assert status == 200 and merged["spec"]["replicas"] == 1 and merged["status"]["readyReplicas"] == 1
+    assert merged["metadata"]["generation"] == 2
+    stale = dict(created, spec=created["spec"] | {"replicas": 2})
+    status, conflict = await call(cluster, "PUT", f"{DEPLOYS}/web", body=stale)
+    assert status == 409 and conflict["reason"] == "Conflict"
+    assert "the object has been modified; please apply your changes to the latest version" in conflict["message"]
+    fresh = dict(merged, spec=merged["spec"] | {"replicas": 2})
+    status, replaced = await call(cluster, "PUT", f"{DEPLOYS}/web", body=fresh)
+    assert status == 200 and replaced["status"]["readyReplicas"] == 2
+    status, bad = await call(cluster, "POST", DEPLOYS, body=deployment("bad", -1))
+    assert status == 422 and bad["reason"] == "Invalid" and "spec.replicas" in bad["message"]
+    status, no_ns = await call(cluster, "POST", "/api/v1/namespaces/ghost/configmaps", body={"metadata": {"name": "c"}})
+    assert (status, no_ns["message"]) == (404, 'namespaces "ghost" not found')
+    apply_patch = "application/apply-patch+yaml"
+    status, patch_415 = await call(cluster, "PATCH", f"{DEPLOYS}/web", body={}, content_type=apply_patch)
+    assert status == 415 and patch_415["reason"] == "UnsupportedMediaType"
+    status, gone = await call(cluster, "DELETE", f"{DEPLOYS}/web")
+    assert status == 200 and gone["status"] == "Success" and gone["details"]["name"] == "web"
+    assert cluster.objects.get(ObjectRef("apps/v1", "Deployment", "apps", "web")) is None
+    status, forbidden = await call(cluster, "DELETE", "/api/v1/namespaces/default")
+    assert status == 403
+    assert forbidden["message"] == 'namespaces "default" is forbidden: this namespace may not be deleted'
+    status, read_only = await call(cluster, "DELETE", "/api/v1/nodes/child-1-node-1")
+    assert status == 405 and read_only["reason"] == "MethodNotAllowed"
+
+
+async def test_strategic_patch_merges_containers_by_name(cluster: SimCluster) -> None:
+    body = deployment("web")
+    body["spec"]["template"]["spec"]["containers"].append({"name": "side", "image": "busybox"})
+    await call(cluster, "POST", DEPLOYS, body=body)
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}}
+    status, patched = await call(
+        cluster, "PATCH", f"{DEPLOYS}/web", body=patch, content_type="application/strategic-merge-patch+json"
+    )
+    containers = patched["spec"]["template"]["spec"]["containers"]
+    assert status == 200 and [(c["name"], c["image"]) for c in containers] == [("c", "nginx:2"), ("side", "busybox")]
+
+
+async def test_watch_from_a_resource_version_sees_changes_and_selector_moves(cluster: SimCluster) -> None:
+    _, listed = await call(cluster, "GET", DEPLOYS)
+    since = listed["metadata"]["resourceVersion"]
+    watch = await send(cluster, "GET", DEPLOYS, f"watch=1&resourceVersion={since}&labelSelector=tier%3Dweb")
+    assert watch.status == 200
+    await cluster.apply(OWNER, [deployment("db", 1, {"tier": "db"}), deployment("web", 1, {"tier": "web"})])
+    await call(cluster, "PATCH", f"{DEPLOYS}/web", body={"metadata": {"labels": {"tier": "cache"}}},
+               content_type="application/merge-patch+json")  # fmt: skip
+    seen = await events(watch, 3)
+    await watch.close()
+    kinds = [(t, o["metadata"]["name"]) for t, o in seen]
+    assert kinds[0] == ("ADDED", "web"), "the db Deployment is outside the selector"
+    assert kinds[1] == ("MODIFIED", "web"), "its status set by the sim's controller"
+    assert kinds[2] == ("DELETED", "web"), "relabelled out of the selector"
+    revisions = [int(o["metadata"]["resourceVersion"]) for _, o in seen]
+    assert revisions == sorted(revisions) and revisions[0] > int(since)
+
+
+async def test_watch_without_resource_version_starts_with_the_current_objects(cluster: SimCluster) -> None:
+    await cluster.apply(OWNER, [deployment("web", 1)])
+    watch = await send(cluster, "GET", DEPLOYS, "watch=true")
+    first = await events(watch, 1)
+    await cluster.prune(OWNER, keep=[ObjectRef("v1", "Namespace", "", "apps")])
+    second = await events(watch, 1)
+    await watch.close()
+    assert [(t, o["metadata"]["name"]) for t, o in first + second] == [("ADDED", "web"), ("DELETED", "web")]
+
+
+async def test_a_too_old_resource_version_is_410_expired(cluster: SimCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sim_apiserver, "HISTORY", 3)
+    api = cluster.apiserver()
+    start = cluster.objects.revision
+    for i in range(5):
+        meta = {"name": f"c{i}", "namespace": "apps"}
+        await cluster.apply(OWNER, [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}])
+    request = UpstreamRequest("GET", "/api/v1/configmaps", f"watch=1&resourceVersion={start}")
+    seen = await events(await api.send(request), 1)
+    assert seen[0][0] == "ERROR"
+    status = seen[0][1]
+    assert (status["code"], status["reason"]) == (410, "Expired")
+    assert status["message"].startswith(f"too old resource version: {start} (")
+    query = f"watch=1&resourceVersion={cluster.objects.revision - 1}&timeoutSeconds=0"
+    recent = UpstreamRequest("GET", "/api/v1/configmaps", query)
+    tail = await events(await api.send(recent), 5)
+    assert [(t, o["metadata"]["name"]) for t, o in tail] == [("ADDED", "c4")]
+
+
+async def test_only_table_is_406_and_table_with_json_fallback_is_json(cluster: SimCluster) -> None:
+    table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+    api = cluster.apiserver()
+    only = await api.send(UpstreamRequest("GET", "/api/v1/namespaces", headers=[("Accept", table)]))
+    assert only.status == 406
+    fallback = [("Accept", f"{table},application/json")]
+    both = await api.send(UpstreamRequest("GET", "/api/v1/namespaces", headers=fallback))
+    body = json.loads(b"".join([c async for c in both.body]))
+    assert both.status == 200 and body["kind"] == "NamespaceList"
+    assert {"default", "kube-system", "apps"} <= {i["metadata"]["name"] for i in body["items"]}
