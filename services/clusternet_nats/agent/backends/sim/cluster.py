@@ -32,6 +32,7 @@ from clusternet_nats.agent.backends.base import (
 )
 from clusternet_nats.agent.backends.sim import nodes, workloads
 from clusternet_nats.agent.backends.sim.admission import AdmissionError, admit, namespace_body, namespace_ref
+from clusternet_nats.agent.backends.sim.drift import AppliedObjects
 from clusternet_nats.agent.backends.sim.persistence import StateFile
 from clusternet_nats.agent.backends.sim.store import ObjectTable, SimObject
 from clusternet_nats.api.apps import HelmRelease
@@ -59,8 +60,10 @@ class SimCluster:
         self.renderer = renderer
         self.nodes = sizing.build(name)
         self.objects = ObjectTable()
-        self._state = StateFile(state_dir / f"{name}.json", self.objects.snapshot) if state_dir else None
+        self._state = StateFile(state_dir / f"{name}.json", self._snapshot) if state_dir else None
         self._listeners: list[StatusListener] = []
+        self.applied = AppliedObjects(self._notify, name)
+        self.objects.on_change(self.applied.heard)
         self._placement = workloads.Placement()
         self._apiserver: ApiServer | None = None
         self._log = log.bind(cluster=name)
@@ -71,6 +74,7 @@ class SimCluster:
         state = await self._state.load() if self._state else None
         if state is not None:
             self.objects.restore(state)
+            self.applied.restore(state.get("applied") or [])
             self._log.info("sim.state_loaded", objects=sum(1 for _ in self.objects))
         for name in SYSTEM_NAMESPACES:
             if self.objects.get(namespace_ref(name)) is None:
@@ -80,6 +84,10 @@ class SimCluster:
     async def close(self) -> None:
         if self._state is not None:
             await self._state.close()
+
+    def _snapshot(self) -> dict[str, Any]:
+        """The state file's content: the objects, and which fields of them the agent applied."""
+        return {**self.objects.snapshot(), "applied": self.applied.snapshot()}
 
     def on_status_change(self, listener: StatusListener) -> None:
         self._listeners.append(listener)
@@ -93,9 +101,12 @@ class SimCluster:
             except AdmissionError as err:
                 outcome.failures.append(str(err))
                 continue
-            if self.objects.put(ref, body):
+            if self.objects.put(ref, self.applied.to_store(ref, body, self.objects.get(ref))):
                 changed.add(ref)
             outcome.applied.append(ref)
+            stored = self.objects.get(ref)
+            if stored is not None and self.applied.stored(ref, stored):
+                outcome.restored.append(ref)
         self._changed(owner, changed)
         return outcome
 
@@ -172,6 +183,7 @@ class SimCluster:
         gone: list[SimObject] = []
         disowned: set[ObjectRef] = set()
         for ref in doomed:
+            self.applied.forget(ref)
             if ref.kind == "Namespace" and ref.name in SYSTEM_NAMESPACES:
                 self._disown(ref)
                 disowned.add(ref)
