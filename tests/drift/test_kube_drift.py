@@ -7,11 +7,15 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from clusternet_nats.agent.cluster_agent import ClusterAgent
 from clusternet_nats.agent.service import Agent, AgentOptions, Backend
+from clusternet_nats.api.clusters import ManagedCluster
+from clusternet_nats.api.registry import by_kind
+from clusternet_nats.store import ObjectStore
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.kube import ControlPlane
 from clusternet_nats.testing.natsserver import NatsServer
@@ -19,6 +23,7 @@ from clusternet_nats.testing.waiting import eventually, holds
 from nats.js import JetStreamContext
 
 from tests.drift.helpers import Descriptions, configmap, deployment, namespace, without_replicas
+from tests.registration.harness import RegistrationHub, running_agent
 
 SETTLE_SECONDS = 3.0
 
@@ -145,6 +150,33 @@ async def test_replicas_another_manager_owns_stay_when_a_localization_removed_th
         )
 
     await holds(left_alone, SETTLE_SECONDS, "replicas the Localization removed are the other manager's")
+
+
+async def test_a_registered_agent_tells_of_the_restore_through_the_hubs_intake(
+    hub: RegistrationHub, kube_children: list[ControlPlane], tmp_path: Path
+) -> None:
+    plane = kube_children[1]
+    name, cm = f"kdrift-{uuid.uuid4().hex[:6]}", f"drifted-{uuid.uuid4().hex[:6]}"
+    clusters: ObjectStore[ManagedCluster] = ObjectStore(hub.nc.jetstream(), by_kind("ManagedCluster"))
+    args = (
+        *("--nats-url", hub.secure.server.url, "--cluster-name", name),
+        *("--backend", "kube", "--kubeconfig", str(plane.kubeconfig)),
+    )
+    async with running_agent(hub, tmp_path / "state", *args, timeout=60):
+        [registered] = [c for c in await clusters.list() if c.metadata.name == name]
+        descriptions = Descriptions(hub.nc.jetstream(), registered.metadata.namespace or "")
+        key = await descriptions.create("registered", [configmap("default", cm, {"a": "1"})])
+        await eventually(lambda: descriptions.succeeded(key), 30, what="Description Success")
+
+        await kubectl(plane, "patch", "configmap", cm, "-n", "default", "--type=merge", "-p", '{"data":{"a":"2"}}')
+        found = await eventually(
+            lambda: _any_mentions(descriptions.restore_events("registered"), f"v1 ConfigMap default/{cm}"),
+            30,
+            what="the restore's Event, recorded through the intake",
+        )
+        assert found
+        now = await kubectl_json(plane, "configmap", cm, "-n", "default")
+        assert now is not None and now["data"] == {"a": "1"}
 
 
 async def _equals(value: Any, expected: Any) -> bool:

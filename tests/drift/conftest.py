@@ -1,0 +1,3 @@
+from tests.registration.harness import hub
+
+__all__ = ["hub"]
