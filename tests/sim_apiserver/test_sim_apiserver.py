@@ -242,3 +242,41 @@ async def test_only_table_is_406_and_table_with_json_fallback_is_json(cluster: S
     body = json.loads(b"".join([c async for c in both.body]))
     assert both.status == 200 and body["kind"] == "NamespaceList"
     assert {"default", "kube-system", "apps"} <= {i["metadata"]["name"] for i in body["items"]}
+
+
+async def test_scale_subresource_as_kubectl_scale_uses_it(cluster: SimCluster) -> None:
+    await cluster.apply(OWNER, [deployment("web", 1)])
+    _, apps = await call(cluster, "GET", "/apis/apps/v1")
+    scale = next(r for r in apps["resources"] if r["name"] == "deployments/scale")
+    assert (scale["group"], scale["version"], scale["kind"]) == ("autoscaling", "v1", "Scale")
+    status, got = await call(cluster, "GET", f"{DEPLOYS}/web/scale")
+    assert status == 200 and got["kind"] == "Scale" and got["spec"]["replicas"] == 1
+    merge = "application/merge-patch+json"
+    status, scaled = await call(cluster, "PATCH", f"{DEPLOYS}/web/scale", body={"spec": {"replicas": 4}}, content_type=merge)
+    assert status == 200 and scaled["spec"]["replicas"] == 4 and scaled["status"]["replicas"] == 4
+    _, web = await call(cluster, "GET", f"{DEPLOYS}/web")
+    assert web["spec"]["replicas"] == 4 and web["status"]["readyReplicas"] == 4
+    stale = got | {"spec": {"replicas": 2}}
+    status, conflict = await call(cluster, "PUT", f"{DEPLOYS}/web/scale", body=stale)
+    assert status == 409 and conflict["reason"] == "Conflict"
+    status, negative = await call(cluster, "PATCH", f"{DEPLOYS}/web/scale", body={"spec": {"replicas": -1}}, content_type=merge)
+    assert status == 422 and "spec.replicas: Invalid value: -1" in negative["message"]
+    status, _ = await call(cluster, "GET", "/api/v1/namespaces/apps/configmaps/x/scale")
+    assert status == 404
+
+
+async def test_openapi_v3_says_every_kind_takes_field_validation(cluster: SimCluster) -> None:
+    _, root = await call(cluster, "GET", "/openapi/v3")
+    assert root["paths"]["apis/apps/v1"] == {"serverRelativeURL": "/openapi/v3/apis/apps/v1"}
+    _, apps = await call(cluster, "GET", "/openapi/v3/apis/apps/v1")
+    patch = apps["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
+    assert patch["x-kubernetes-group-version-kind"] == {"group": "apps", "version": "v1", "kind": "Deployment"}
+    assert [p["name"] for p in patch["parameters"]] == ["fieldValidation"]
+
+
+async def test_a_protobuf_body_is_415(cluster: SimCluster) -> None:
+    status, refused = await call(
+        cluster, "POST", "/api/v1/namespaces", body={}, content_type="application/vnd.kubernetes.protobuf"
+    )
+    assert status == 415 and refused["reason"] == "UnsupportedMediaType"
+    assert refused["message"].endswith("accepted media types include: application/json")

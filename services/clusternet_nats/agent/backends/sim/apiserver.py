@@ -66,6 +66,8 @@ MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 _CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+SCALABLE = frozenset({("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "ReplicaSet")})
+"""The kinds with a `/scale` subresource (what `kubectl scale` patches)."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,11 @@ class Resource:
     def holds(self, ref: ObjectRef) -> bool:
         return ref.api_version == self.api_version and ref.kind == self.kind
 
-    def discovery(self) -> Body:
+    @property
+    def scalable(self) -> bool:
+        return (self.group, self.kind) in SCALABLE
+
+    def discovery(self) -> list[Body]:
         entry: Body = {
             "name": self.plural,
             "singularName": self.kind.lower(),
@@ -105,7 +111,11 @@ class Resource:
             entry["shortNames"] = list(self.short_names)
         if self.categories:
             entry["categories"] = list(self.categories)
-        return entry
+        if not self.scalable:
+            return [entry]
+        scale = {"name": f"{self.plural}/scale", "singularName": "", "namespaced": self.namespaced}
+        scale |= {"group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}
+        return [entry, scale]
 
 
 _FIXED = (
@@ -250,6 +260,9 @@ class SimApiServer:
         if parts in (["healthz"], ["livez"], ["readyz"]):
             _only_get(method)
             return UpstreamResponse(200, [("Content-Type", "text/plain; charset=utf-8")], _once(b"ok"))
+        if parts[:2] == ["openapi", "v3"]:
+            _only_get(method)
+            return _answer(200, self._openapi(parts[2:]))
         if parts[:1] == ["api"] and len(parts) >= 2:
             group, version, rest = "", parts[1], parts[2:]
         elif parts[:1] == ["apis"] and len(parts) >= 3:
@@ -263,14 +276,19 @@ class SimApiServer:
         if not rest:
             _only_get(method)
             api_version = f"{group}/{version}" if group else version
-            listed = [r.discovery() for r in served]
+            listed = [entry for r in served for entry in r.discovery()]
             listing = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": api_version}
             return _answer(200, listing | {"resources": listed})
-        namespace, plural, name = _split(rest)
+        namespace, plural, name, subresource = _split(rest)
         resource = next((r for r in served if r.plural == plural), None)
         if resource is None or (namespace is not None and not resource.namespaced):
             raise _not_found_path()
-        return await self._verb(method, request, query, _Scope(resource, namespace), name)
+        scope = _Scope(resource, namespace)
+        if subresource is None:
+            return await self._verb(method, request, query, scope, name)
+        if subresource != "scale" or not resource.scalable or name is None or namespace is None:
+            raise _not_found_path()
+        return _answer(200, self._scale(method, request, scope, name, query.get("dryRun") == "All"))
 
     async def _verb(
         self, method: str, request: UpstreamRequest, query: dict[str, str], scope: _Scope, name: str | None
@@ -468,6 +486,54 @@ class SimApiServer:
 
     # -- writes ---------------------------------------------------------------------------------
 
+    def _scale(self, method: str, request: UpstreamRequest, scope: _Scope, name: str, dry_run: bool) -> Body:
+        """The `/scale` subresource: an autoscaling/v1 Scale of the workload's replicas."""
+        current = self._current(scope, name)
+        scale = _scale_of(current.body)
+        if method == "GET":
+            return scale
+        if method == "PATCH":
+            content_type = _content_type(request.headers)
+            wanted = _patched(scale, content_type, request.body)
+        elif method == "PUT":
+            wanted = _body(request)
+        else:
+            raise _method_not_allowed()
+        replicas = (wanted.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            why = f"spec.replicas: Invalid value: {replicas!r}: must be greater than or equal to 0"
+            message = f'Scale.autoscaling "{name}" is invalid: {why}'
+            raise _Failure(422, "Invalid", message, {"name": name, "group": "autoscaling", "kind": "Scale"})
+        body = json.loads(_encode(current.body))
+        body["spec"]["replicas"] = replicas
+        body["metadata"]["resourceVersion"] = (wanted.get("metadata") or {}).get("resourceVersion") or ""
+        return _scale_of(self._replace(scope, name, body, dry_run))
+
+    def _openapi(self, parts: list[str]) -> Body:
+        """Enough OpenAPI v3 for kubectl to see that every resource takes `fieldValidation` (and so
+        validate on the server, which the sim does through its admission), no schemas: the root
+        lists each group version, a group version lists each resource's PATCH."""
+        served = self._resources()
+        paths = {_group_version_path(r): r for r in served}
+        if not parts:
+            listed = {path: {"serverRelativeURL": f"/openapi/v3/{path}"} for path in sorted(paths)}
+            return {"paths": listed}
+        wanted = "/".join(parts)
+        if wanted not in paths:
+            raise _not_found_path()
+        operations: Body = {}
+        for r in served:
+            if _group_version_path(r) != wanted:
+                continue
+            gvk = {"group": r.group, "version": r.version, "kind": r.kind}
+            validation = {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}
+            patch: Body = {"x-kubernetes-group-version-kind": gvk, "x-kubernetes-action": "patch"}
+            patch["parameters"] = [validation]
+            scope = "/namespaces/{namespace}" if r.namespaced else ""
+            operations[f"/{wanted}{scope}/{r.plural}/{{name}}"] = {"patch": patch}
+        info = {"title": "Kubernetes (simulated cluster)", "version": "unversioned"}
+        return {"openapi": "3.0.0", "info": info, "paths": operations}
+
     def _ref(self, scope: _Scope, name: str) -> ObjectRef:
         resource = scope.resource
         return ObjectRef(resource.api_version, resource.kind, scope.namespace or "", name)
@@ -509,30 +575,7 @@ class SimApiServer:
 
     def _patch(self, scope: _Scope, name: str, content_type: str, raw: bytes, dry_run: bool) -> Body:
         current = self._current(scope, name)
-        try:
-            patch = json.loads(raw or b"null")
-        except ValueError as err:
-            raise _bad_request(f"the patch is not valid JSON: {err}") from None
-        target = json.loads(_encode(current.body))
-        if content_type == JSON_PATCH:
-            try:
-                patched = jsonpatch.apply_patch(target, patch)
-            except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError) as err:
-                raise _Failure(422, "Invalid", f"the JSON patch cannot be applied: {err}") from None
-        elif content_type in (MERGE_PATCH, STRATEGIC_PATCH):
-            if not isinstance(patch, dict):
-                raise _bad_request(f"a merge patch must be a JSON object, not {type(patch).__name__}")
-            patched = merge_patch(target, patch) if content_type == MERGE_PATCH else strategic_merge(target, patch)
-        else:
-            accepted = ", ".join((JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH))
-            raise _Failure(
-                415,
-                "UnsupportedMediaType",
-                f"the body of the request was in an unknown format - accepted media types include: {accepted}",
-            )
-        if not isinstance(patched, dict):
-            raise _Failure(422, "Invalid", "the patched object is not a JSON object")
-        return self._replace(scope, name, patched, dry_run)
+        return self._replace(scope, name, _patched(current.body, content_type, raw), dry_run)
 
     def _delete(self, scope: _Scope, name: str, dry_run: bool) -> Body:
         resource = scope.resource
@@ -614,12 +657,49 @@ def _accepts_json(headers: Iterable[tuple[str, str]]) -> bool:
     return False
 
 
+def _patched(current: Body, content_type: str, raw: bytes) -> Body:
+    """`current` with the patch applied, by its content type (server-side apply: 415)."""
+    try:
+        patch = json.loads(raw or b"null")
+    except ValueError as err:
+        raise _bad_request(f"the patch is not valid JSON: {err}") from None
+    target = json.loads(_encode(current))
+    if content_type == JSON_PATCH:
+        try:
+            patched = jsonpatch.apply_patch(target, patch)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError) as err:
+            raise _Failure(422, "Invalid", f"the JSON patch cannot be applied: {err}") from None
+    elif content_type in (MERGE_PATCH, STRATEGIC_PATCH):
+        if not isinstance(patch, dict):
+            raise _bad_request(f"a merge patch must be a JSON object, not {type(patch).__name__}")
+        patched = merge_patch(target, patch) if content_type == MERGE_PATCH else strategic_merge(target, patch)
+    else:
+        accepted = ", ".join((JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH))
+        raise _Failure(
+            415,
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - accepted media types include: {accepted}",
+        )
+    if not isinstance(patched, dict):
+        raise _Failure(422, "Invalid", "the patched object is not a JSON object")
+    return patched
+
+
 def _content_type(headers: Iterable[tuple[str, str]]) -> str:
     value = next((v for k, v in headers if k.lower() == "content-type"), "")
     return value.split(";")[0].strip().lower()
 
 
 def _body(request: UpstreamRequest) -> Body:
+    """The JSON object a create or update sends; kubectl's typed commands (`create namespace`) send
+    protobuf, which the sim cannot read: a 415, as kube-apiserver answers a type it lacks."""
+    content_type = _content_type(request.headers)
+    if content_type not in ("", JSON):
+        raise _Failure(
+            415,
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - accepted media types include: {JSON}",
+        )
     try:
         body = json.loads(request.body or b"null")
     except ValueError as err:
@@ -650,16 +730,17 @@ def _defaulted(scope: _Scope, body: Body) -> Body:
     return meta
 
 
-def _split(rest: list[str]) -> tuple[str | None, str, str | None]:
-    """(namespace, plural, name) of a resource path after its group version; a subresource or
-    anything longer is a 404 (the sim serves none)."""
-    if rest[0] == "namespaces" and len(rest) >= 3:
+def _split(rest: list[str]) -> tuple[str | None, str, str | None, str | None]:
+    """(namespace, plural, name, subresource) of a resource path after its group version; a
+    namespace's own subresources (status, finalize) are not served."""
+    if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
         namespace, rest = rest[1], rest[2:]
     else:
         namespace = None
-    if len(rest) > 2:
+    if len(rest) > 3:
         raise _not_found_path()
-    return namespace, rest[0], rest[1] if len(rest) == 2 else None
+    padded = [*rest, None, None]
+    return namespace, rest[0], padded[1], padded[2]
 
 
 def _selector(query: dict[str, str]) -> _Selector:
@@ -709,6 +790,24 @@ def _event_for(scope: _Scope, change: _Change) -> str | None:
     if now:
         return ADDED
     return DELETED if was else None
+
+
+def _scale_of(body: Body) -> Body:
+    meta = body["metadata"]
+    kept = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+    scale_meta = {k: meta[k] for k in kept if k in meta}
+    status = body.get("status") or {}
+    selector = ((body.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    scale_status: Body = {"replicas": int(status.get("replicas", 0))}
+    if selector:
+        scale_status["selector"] = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+    spec = {"replicas": int((body.get("spec") or {}).get("replicas", 1))}
+    scale: Body = {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": scale_meta, "spec": spec}
+    return scale | {"status": scale_status}
+
+
+def _group_version_path(resource: Resource) -> str:
+    return f"apis/{resource.group}/{resource.version}" if resource.group else f"api/{resource.version}"
 
 
 def _api_group(name: str, versions: list[str]) -> Body:
