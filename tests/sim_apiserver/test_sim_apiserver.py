@@ -252,14 +252,15 @@ async def test_scale_subresource_as_kubectl_scale_uses_it(cluster: SimCluster) -
     status, got = await call(cluster, "GET", f"{DEPLOYS}/web/scale")
     assert status == 200 and got["kind"] == "Scale" and got["spec"]["replicas"] == 1
     merge = "application/merge-patch+json"
-    status, scaled = await call(cluster, "PATCH", f"{DEPLOYS}/web/scale", body={"spec": {"replicas": 4}}, content_type=merge)
+    scale_path = f"{DEPLOYS}/web/scale"
+    status, scaled = await call(cluster, "PATCH", scale_path, body={"spec": {"replicas": 4}}, content_type=merge)
     assert status == 200 and scaled["spec"]["replicas"] == 4 and scaled["status"]["replicas"] == 4
     _, web = await call(cluster, "GET", f"{DEPLOYS}/web")
     assert web["spec"]["replicas"] == 4 and web["status"]["readyReplicas"] == 4
     stale = got | {"spec": {"replicas": 2}}
     status, conflict = await call(cluster, "PUT", f"{DEPLOYS}/web/scale", body=stale)
     assert status == 409 and conflict["reason"] == "Conflict"
-    status, negative = await call(cluster, "PATCH", f"{DEPLOYS}/web/scale", body={"spec": {"replicas": -1}}, content_type=merge)
+    status, negative = await call(cluster, "PATCH", scale_path, body={"spec": {"replicas": -1}}, content_type=merge)
     assert status == 422 and "spec.replicas: Invalid value: -1" in negative["message"]
     status, _ = await call(cluster, "GET", "/api/v1/namespaces/apps/configmaps/x/scale")
     assert status == 404
