@@ -22,6 +22,7 @@ from clusternet_nats.deployer.overrides import SourcedOverride, apply_overrides
 from clusternet_nats.domain.descriptions import SUCCESSFULLY_DEPLOYED
 from clusternet_nats.store import ObjectStore, StatusStore
 from clusternet_nats.store.events import list_events
+from clusternet_nats.testing.waiting import eventually
 from nats.js import JetStreamContext
 
 LABELS = {"app": "web"}
@@ -80,6 +81,12 @@ class Descriptions:
         desc = Description.new(name, self.cluster_ns, spec=DescriptionSpec(deployer=DeployerType.GENERIC, raw=raw))
         await self.store.create(desc)
         return self.store.key_of(desc)
+
+    async def deployed(self, name: str, manifests: list[dict[str, Any]]) -> str:
+        """Creates the Description and waits until the agent reports it Success; its key."""
+        key = await self.create(name, manifests)
+        await eventually(lambda: self.succeeded(key), 60, what=f"Description {name} Success")
+        return key
 
     async def succeeded(self, key: str) -> bool:
         found = await self.statuses.get(key)

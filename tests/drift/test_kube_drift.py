@@ -22,20 +22,11 @@ from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually, holds
 from nats.js import JetStreamContext
 
+from tests.agent_kube.test_kube_backend import kubectl_json
 from tests.drift.helpers import Descriptions, configmap, deployment, namespace, without_replicas
 from tests.registration.harness import RegistrationHub, running_agent
 
 SETTLE_SECONDS = 3.0
-
-
-async def kubectl_json(plane: ControlPlane, *args: str) -> dict[str, Any] | None:
-    """The object as JSON, or None when the API server says it does not exist."""
-    result = await plane.kubectl_async("get", *args, "-o", "json")
-    if result.returncode != 0:
-        assert "NotFound" in result.stderr, result.stderr
-        return None
-    found: dict[str, Any] = json.loads(result.stdout)
-    return found
 
 
 async def kubectl(plane: ControlPlane, *args: str) -> None:
@@ -62,8 +53,7 @@ async def test_objects_changed_or_deleted_with_kubectl_are_put_back_with_an_even
     ns = f"drift-{uuid.uuid4().hex[:8]}"
     descriptions = Descriptions(js, cluster.identity.namespace)
     manifests = [namespace(ns), configmap(ns, "settings", {"a": "1"}), deployment(ns, "web", 2)]
-    key = await descriptions.create("shop", manifests)
-    await eventually(lambda: descriptions.succeeded(key), 60, what="Description Success")
+    await descriptions.deployed("shop", manifests)
     original = await kubectl_json(plane, "deployment", "-n", ns, "web")
     assert original is not None
 
@@ -120,8 +110,7 @@ async def test_replicas_another_manager_owns_stay_when_a_localization_removed_th
     ns = f"hpa-{uuid.uuid4().hex[:8]}"
     descriptions = Descriptions(js, cluster.identity.namespace)
     scaled = without_replicas(cluster.identity.namespace, deployment(ns, "by-hpa", 2))
-    key = await descriptions.create("apps", [namespace(ns), scaled, deployment(ns, "fixed", 2)])
-    await eventually(lambda: descriptions.succeeded(key), 60, what="Description Success")
+    await descriptions.deployed("apps", [namespace(ns), scaled, deployment(ns, "fixed", 2)])
 
     # An HPA-like manager scales both through the scale subresource, as an HPA does.
     for name in ("by-hpa", "fixed"):
@@ -165,8 +154,7 @@ async def test_a_registered_agent_tells_of_the_restore_through_the_hubs_intake(
     async with running_agent(hub, tmp_path / "state", *args, timeout=60):
         [registered] = [c for c in await clusters.list() if c.metadata.name == name]
         descriptions = Descriptions(hub.nc.jetstream(), registered.metadata.namespace or "")
-        key = await descriptions.create("registered", [configmap("default", cm, {"a": "1"})])
-        await eventually(lambda: descriptions.succeeded(key), 30, what="Description Success")
+        await descriptions.deployed("registered", [configmap("default", cm, {"a": "1"})])
 
         await kubectl(plane, "patch", "configmap", cm, "-n", "default", "--type=merge", "-p", '{"data":{"a":"2"}}')
         found = await eventually(

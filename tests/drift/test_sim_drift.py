@@ -69,8 +69,7 @@ async def test_objects_changed_or_deleted_in_the_child_are_put_back_with_an_even
     ns = f"drift-{uuid.uuid4().hex[:8]}"
     descriptions = Descriptions(js, cluster.identity.namespace)
     manifests = [namespace(ns), configmap(ns, "settings", {"a": "1"}), deployment(ns, "web", 2)]
-    key = await descriptions.create("shop", manifests)
-    await eventually(lambda: descriptions.succeeded(key), 30, what="Description Success")
+    await descriptions.deployed("shop", manifests)
     settings, web = ObjectRef("v1", "ConfigMap", ns, "settings"), ObjectRef("apps/v1", "Deployment", ns, "web")
 
     # The agent's field is put back; a key someone else added stays theirs.
@@ -112,8 +111,7 @@ async def test_replicas_another_writer_owns_stay_when_a_localization_removed_the
     ns = f"hpa-{uuid.uuid4().hex[:8]}"
     descriptions = Descriptions(js, cluster.identity.namespace)
     scaled = without_replicas(cluster.identity.namespace, deployment(ns, "by-hpa", 2))
-    key = await descriptions.create("apps", [namespace(ns), scaled, deployment(ns, "fixed", 2)])
-    await eventually(lambda: descriptions.succeeded(key), 30, what="Description Success")
+    await descriptions.deployed("apps", [namespace(ns), scaled, deployment(ns, "fixed", 2)])
     by_hpa, fixed = ObjectRef("apps/v1", "Deployment", ns, "by-hpa"), ObjectRef("apps/v1", "Deployment", ns, "fixed")
 
     for ref in (by_hpa, fixed):
