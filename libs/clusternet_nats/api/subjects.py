@@ -309,6 +309,8 @@ class Bucket:
 
 
 BINDINGS_BUCKET = "bindings"
+LEASES_BUCKET = "leases"
+"""Hub-side replicas' member and partition leases (runtime/partitions.py); hub side only."""
 TOKENS_BUCKET = "bootstraptokens"
 CREDENTIALS_BUCKET = "clustercredentials"
 EVENTS_STREAM = "EVENTS"
@@ -320,7 +322,7 @@ def _buckets() -> tuple[Bucket, ...]:
     # aggregated node labels) and what it is given (its Descriptions).
     written = {description.status_bucket, cluster.status_bucket, NODE_INVENTORIES_BUCKET, cluster.bucket}
     read = written | {description.bucket}
-    names = [BINDINGS_BUCKET, NODE_INVENTORIES_BUCKET]
+    names = [BINDINGS_BUCKET, NODE_INVENTORIES_BUCKET, LEASES_BUCKET]
     for info in all_kinds():
         names += [info.bucket, *([info.status_bucket] if info.status_bucket else [])]
     made = tuple(Bucket(n, n in written, n in read) for n in names)

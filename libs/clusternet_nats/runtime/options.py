@@ -2,14 +2,18 @@
 
 `with_common_options` adds them to a Typer command's signature and hands the command one
 `CommonOptions`, so each service declares only its own flags and no service repeats these.
+`with_replica_options` adds what hub-side services take besides: how their replicas share the
+work (runtime/partitions.py); agents do not take them, since each agent owns its clusters.
 """
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 import typer
+from clusternet_nats.runtime.partitions import DEFAULT_LEASE_DURATION, DEFAULT_PARTITIONS, ReplicaOptions
 from clusternet_nats.runtime.service import Builder, CommonOptions, run
 
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
@@ -86,6 +90,46 @@ _COMMON: list[inspect.Parameter] = [
     ),
 ]
 
+_REPLICA: list[inspect.Parameter] = [
+    inspect.Parameter(
+        "replica_id",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[
+            str | None,
+            typer.Option(
+                "--replica-id",
+                envvar="CNET_REPLICA_ID",
+                help="This replica's id, unique among the service's replicas (default: host name + random).",
+            ),
+        ],
+    ),
+    inspect.Parameter(
+        "partitions",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=DEFAULT_PARTITIONS,
+        annotation=Annotated[
+            int,
+            typer.Option(
+                "--partitions", envvar="CNET_PARTITIONS", help="Partitions the replicas share keys by (same in each)."
+            ),
+        ],
+    ),
+    inspect.Parameter(
+        "lease_duration",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=DEFAULT_LEASE_DURATION,
+        annotation=Annotated[
+            float,
+            typer.Option(
+                "--lease-duration",
+                envvar="CNET_LEASE_DURATION",
+                help="Seconds after which a silent replica's partitions are taken over.",
+            ),
+        ],
+    ),
+]
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -103,13 +147,38 @@ def with_common_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def with_replica_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorates a command that takes `common: CommonOptions` (put it under `with_common_options`):
+    adds the replica flags and sets `common.replicas`, so the service's replicas share its keys."""
+    signature = inspect.signature(command)
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> Any:
+        values = {p.name: kwargs.pop(p.name) for p in _REPLICA}
+        replicas = ReplicaOptions(
+            **({"replica_id": values["replica_id"]} if values["replica_id"] else {}),
+            partitions=values["partitions"],
+            lease_duration=values["lease_duration"],
+        )
+        try:
+            replicas.check()
+        except ValueError as err:
+            raise typer.BadParameter(str(err)) from None
+        common: CommonOptions = kwargs.pop("common")
+        return command(common=dataclasses.replace(common, replicas=replicas), **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(), *_REPLICA])  # type: ignore[attr-defined]
+    return wrapper
+
+
 def service_main(name: str, build: Builder, summary: str) -> Callable[[], None]:
-    """The `main()` of a service whose only flags are the shared ones; `summary` is its --help."""
+    """The `main()` of a hub-side service whose only flags are the shared and replica ones;
+    `summary` is its --help."""
 
     def command(common: CommonOptions) -> None:
         run(name, common, build)
 
     command.__doc__ = summary
     app = typer.Typer(add_completion=False)
-    app.command(name=name)(with_common_options(command))
+    app.command(name=name)(with_common_options(with_replica_options(command)))
     return app

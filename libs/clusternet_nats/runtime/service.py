@@ -23,6 +23,7 @@ from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.runtime.health import serve_health
 from clusternet_nats.runtime.logging import configure_logging
 from clusternet_nats.runtime.metrics import Metrics
+from clusternet_nats.runtime.partitions import Partitions, ReplicaOptions
 from clusternet_nats.store import EventRecorder, Informer, ObjectStore, StatusStore, WorkQueue, ensure_buckets
 from clusternet_nats.store.buckets import StoreLayout
 from clusternet_nats.store.intake import IntakeClient
@@ -51,6 +52,8 @@ class CommonOptions:
     """The hub's JetStream domain; needed when connected through a leaf node."""
     ensure_store: bool = True
     """Create missing buckets at start; False where the credentials may not (a registered agent)."""
+    replicas: ReplicaOptions | None = None
+    """Set for hub-side services: replicas share the keys of every work queue (runtime/partitions.py)."""
 
 
 class ServiceContext:
@@ -74,6 +77,8 @@ class ServiceContext:
         self._tasks: list[asyncio.Task[None]] = []
         self._readiness_checks: list[Callable[[], bool]] = []
         self.ready = False
+        self.partitions = Partitions(nc, self.js, name, options.replicas) if options.replicas else None
+        """Which keys this replica works on; None: all of them (agents, one-replica tests)."""
 
     def status_store(self, bucket: str, model: type[M]) -> StatusStore[M]:
         """Records of a status bucket, written the way this context may write (see `intake`)."""
@@ -126,6 +131,8 @@ class ServiceContext:
         )
         self.queues.append(queue)
         self.metrics.gauge_fn(f'workqueue_depth{{queue="{name}"}}', lambda: len(queue))
+        if self.partitions is not None:
+            self.partitions.attach(queue)
         return queue
 
     def add_readiness_check(self, check: Callable[[], bool]) -> None:
@@ -149,6 +156,9 @@ class ServiceContext:
             await informer.start()
         for informer in self.informers:
             await informer.wait_synced()
+        if self.partitions is not None and self.queues:
+            self.conn.on_reconnect(self.partitions.leases.resync)
+            await self.partitions.start()
         for queue in self.queues:
             queue.start()
         for job in self.background:
@@ -166,6 +176,8 @@ class ServiceContext:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if self.partitions is not None and self.queues:
+            await self.partitions.stop()
         for queue in self.queues:
             await queue.stop()
         for informer in self.informers:

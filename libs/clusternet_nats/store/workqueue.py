@@ -6,6 +6,12 @@ Failures are retried with exponential backoff, and after `max_retries` the key i
 `on_parked` callback (a Warning Event, typically) tells a human, and the next change of the
 object brings it back. `reconcile(key)` brings the world in line with the latest state of one
 key, and may run for one key many times: it must be idempotent.
+
+Replicas of a service share the keys (runtime/partitions.py). Once `share(owns)` is set, a key
+this replica does not own is kept aside instead of queued; `take_owned()` queues the kept keys
+it now owns, so a partition taken over from a dead replica leaves nothing behind; `let_go()`
+puts aside the keys it no longer owns and waits for their running reconciles (cancelling them at
+a deadline), so two replicas never reconcile one key at once.
 """
 
 from __future__ import annotations
@@ -50,6 +56,11 @@ class WorkQueue:
         self._tasks: list[asyncio.Task[None]] = []
         self._idle = asyncio.Event()
         self._idle.set()
+        self._owns: Callable[[str], bool] | None = None
+        self._deferred: set[str] = set()
+        """Keys seen while another replica owned them (`share`), queued when this one takes them."""
+        self._running: dict[str, asyncio.Future[None]] = {}
+        self._let_go: set[str] = set()
         self._log = log.bind(queue=name)
 
     def add(self, key: str) -> None:
@@ -60,6 +71,9 @@ class WorkQueue:
         self._enqueue(key)
 
     def _enqueue(self, key: str) -> None:
+        if self._owns is not None and not self._owns(key):
+            self._deferred.add(key)
+            return
         if key in self._active:
             self._dirty.add(key)
             return
@@ -71,6 +85,45 @@ class WorkQueue:
         self._queued[key] = place
         self._idle.clear()
         self._queue.put_nowait((*place, key))
+
+    def share(self, owns: Callable[[str], bool]) -> None:
+        """From now on only keys `owns` accepts are worked on; the others wait for `take_owned`."""
+        self._owns = owns
+
+    def take_owned(self) -> None:
+        """Queues the kept-aside keys this replica owns now (a partition it has just taken)."""
+        owns = self._owns
+        if owns is None:
+            return
+        for key in [k for k in self._deferred if owns(k)]:
+            self._deferred.discard(key)
+            self._enqueue(key)
+
+    async def let_go(self, timeout: float) -> None:
+        """Puts aside every key this replica no longer owns: queued, waiting to retry or running
+        (their reconciles may finish within `timeout`, then are cancelled), so that when this
+        returns none of them is being reconciled here."""
+        owns = self._owns
+        if owns is None:
+            return
+        for key in [k for k in self._queued if not owns(k)]:
+            del self._queued[key]  # its heap entry is now stale
+            self._deferred.add(key)
+        for key in [k for k in self._retry_timers if not owns(k)]:
+            self._retry_timers.pop(key).cancel()
+            self._failures.pop(key, None)
+            self._deferred.add(key)
+        running = {key: task for key, task in self._running.items() if not owns(key)}
+        if running:
+            _, late = await asyncio.wait(running.values(), timeout=timeout)
+            for key, task in running.items():
+                if task in late:
+                    self._let_go.add(key)
+                    task.cancel()
+            if late:
+                self._log.warning("workqueue.let_go_cancelled", keys=len(late), timeout=timeout)
+                await asyncio.wait(late)
+        self._update_idle()
 
     def __len__(self) -> int:
         return len(self._queued) + len(self._active) + len(self._retry_timers)
@@ -98,15 +151,25 @@ class WorkQueue:
             if self._queued.get(key) != (rank, arrival):
                 continue
             del self._queued[key]
+            if self._owns is not None and not self._owns(key):
+                self._deferred.add(key)
+                self._update_idle()
+                continue
             self._active.add(key)
+            running = self._running[key] = asyncio.ensure_future(self._reconcile(key))
             try:
-                await self._reconcile(key)
+                await running
                 self._failures.pop(key, None)
             except asyncio.CancelledError:
-                raise
+                current = asyncio.current_task()
+                if key not in self._let_go or (current is not None and current.cancelling()):
+                    raise
+                self._deferred.add(key)  # cancelled by let_go: another replica owns it now
             except Exception as err:
                 await self._failed(key, err)
             finally:
+                self._let_go.discard(key)
+                del self._running[key]
                 self._active.discard(key)
                 if key in self._dirty:
                     self._dirty.discard(key)

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 from clusternet_nats.bridge.service import builder
-from clusternet_nats.runtime.options import with_common_options
+from clusternet_nats.runtime.options import with_common_options, with_replica_options
 from clusternet_nats.runtime.service import CommonOptions, run
 
 app = typer.Typer(add_completion=False)
@@ -13,6 +13,7 @@ app = typer.Typer(add_completion=False)
 
 @app.command()
 @with_common_options
+@with_replica_options
 def bridge(
     common: CommonOptions,
     kubeconfig: Annotated[

@@ -7,7 +7,7 @@ import typer
 from clusternet_nats.hub.auth.options import SecurityOptions, with_security_options
 from clusternet_nats.hub.registration.service import RegistrationOptions, build_registration
 from clusternet_nats.hub.service import DEFAULT_LISTEN, build, parse_listen
-from clusternet_nats.runtime.options import with_common_options
+from clusternet_nats.runtime.options import with_common_options, with_replica_options
 from clusternet_nats.runtime.service import CommonOptions, ServiceContext, run
 
 app = typer.Typer(add_completion=False)
@@ -23,6 +23,7 @@ def _listen(value: str) -> str:
 
 @app.command()
 @with_common_options
+@with_replica_options
 @with_security_options
 def hub(
     common: CommonOptions,

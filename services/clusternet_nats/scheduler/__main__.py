@@ -4,7 +4,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from clusternet_nats.runtime.options import with_common_options
+from clusternet_nats.runtime.options import with_common_options, with_replica_options
 from clusternet_nats.runtime.service import CommonOptions, run
 from clusternet_nats.scheduler.config import CONFIG_ENV, ConfigError, SchedulerConfiguration, parse_config
 from clusternet_nats.scheduler.profiles import check_config
@@ -26,6 +26,7 @@ def read_config(path: Path | None) -> SchedulerConfiguration:
 
 @app.command()
 @with_common_options
+@with_replica_options
 def scheduler(
     common: CommonOptions,
     config: Annotated[

@@ -1,0 +1,320 @@
+"""Replicas of a hub-side service share its keys: a fixed number of partitions, each held by
+one live replica at a time, through leases in the `leases` KV bucket.
+
+Why partitions of keys (and not a JetStream consumer group): the work is level-triggered
+reconciles of keys read from informer caches, not messages to consume; what must be shared is
+who reconciles key K, exclusively, and a partition taken over must be re-read from the cache.
+
+* A key's partition is crc32(key) mod `partitions` (the same in every process, unlike hash()).
+* Each replica keeps a member key `<service>.members.<replica id>` holding its incarnation
+  (`<replica id>/<nonce>`), renewed every lease/5 seconds by compare-and-set on its own last
+  revision. That is its lease.
+* A partition key `<service>.partitions.<n>` names its holder's incarnation; it is taken by
+  compare-and-set (create, or update of the revision seen) and released by a compare-and-set
+  delete, so one write wins when two replicas reach for the same partition.
+* A replica counts another as dead when that one's member key has not changed for a whole
+  `lease_duration` by its own clock (as Kubernetes' leader election measures: clocks need not
+  agree). Before taking a dead replica's partitions it deletes that member key by compare-and-set
+  on the revision it saw: had the replica renewed meanwhile, the delete fails and nothing is
+  taken; once it succeeds, the replica's next renewal fails and it knows it lost everything.
+* A replica works on a key only while it holds the key's partition and its last successful
+  renewal was sent less than `renew_deadline` (0.6 x lease) ago; past that it lets go of
+  everything at once, cancelling running reconciles. The others wait a whole lease after the
+  last renewal they saw, so it has stopped before anyone takes over, and no key is reconciled
+  by two replicas at once (unless an event loop stalls for longer than a lease).
+* Balance: live members are those whose member key changed within a lease; each replica holds at
+  most ceil(partitions / live members), releases its extras (after their running reconciles
+  finish) so a newcomer gets its share, and takes free partitions or dead replicas' up to that.
+  Taking a partition queues every key of it the replica had seen while another owned it
+  (`WorkQueue.take_owned`), so nothing the dead replica left half-done is left behind.
+* A replica stopping cleanly (SIGTERM) releases its partitions and member key, so the others take
+  them at their next balance (about a second) instead of after a lease. One replica alone takes
+  every partition at start, without waiting; started again after a crash under a new replica id,
+  it waits one lease for the dead incarnation (under the same `--replica-id` it takes over at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import re
+import secrets
+import socket
+import time
+import zlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import nats.errors
+import structlog
+from clusternet_nats.api.subjects import LEASES_BUCKET
+from clusternet_nats.store.errors import AlreadyExistsError, ConflictError
+from clusternet_nats.store.informer import Informer
+from clusternet_nats.store.kv import JsonBucket
+from clusternet_nats.store.workqueue import WorkQueue
+from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext
+
+DEFAULT_PARTITIONS = 32
+DEFAULT_LEASE_DURATION = 5.0
+_REPLICA_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+log = structlog.get_logger(__name__)
+
+
+def default_replica_id() -> str:
+    """The host name (a pod's name on Kubernetes) and a random suffix: unique per process."""
+    host = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())[:48] or "replica"
+    return f"{host}-{secrets.token_hex(3)}"
+
+
+def partition_of(key: str, partitions: int) -> int:
+    return zlib.crc32(key.encode()) % partitions
+
+
+@dataclass(frozen=True)
+class ReplicaOptions:
+    """How replicas of one service share its keys (`--replica-id`, `--partitions`, `--lease-duration`)."""
+
+    replica_id: str = field(default_factory=default_replica_id)
+    """Unique among the live replicas of the service; a replica restarted under the same id takes
+    over its dead incarnation's partitions at once."""
+    partitions: int = DEFAULT_PARTITIONS
+    """The same for every replica of a service; more partitions than replicas spread keys evenly."""
+    lease_duration: float = DEFAULT_LEASE_DURATION
+    """How long a replica that stopped renewing keeps its partitions: the takeover time."""
+
+    def check(self) -> None:
+        """Raises ValueError naming the flag."""
+        if not _REPLICA_ID.match(self.replica_id):
+            raise ValueError(
+                f"--replica-id {self.replica_id!r}: 1 to 64 letters, digits, '-' or '_' (it is part of a KV key)"
+            )
+        if not 1 <= self.partitions <= 4096:
+            raise ValueError(f"--partitions {self.partitions}: must be between 1 and 4096")
+        if not 0.5 <= self.lease_duration <= 300:
+            raise ValueError(f"--lease-duration {self.lease_duration}: must be between 0.5 and 300 seconds")
+
+    @property
+    def renew_interval(self) -> float:
+        return self.lease_duration / 5
+
+    @property
+    def renew_deadline(self) -> float:
+        """A replica stops working this long after its last successful renewal was sent."""
+        return self.lease_duration * 0.6
+
+
+class Partitions:
+    """One replica's share of one service's partitions; gates the service's work queues."""
+
+    def __init__(self, nc: NATS, js: JetStreamContext, service: str, options: ReplicaOptions) -> None:
+        self.service, self.options = service, options
+        self.me = f"{options.replica_id}/{secrets.token_hex(4)}"
+        """This incarnation, as member and partition keys name it."""
+        self._bucket = JsonBucket(js, LEASES_BUCKET)
+        self._members = f"{service}.members."
+        self._member_key = self._members + options.replica_id
+        self._partition_prefix = f"{service}.partitions."
+        self.leases: Informer[str] = Informer(
+            nc, js, LEASES_BUCKET, lambda _key, data, _rev: data.decode(), key_filter=f"{service}.>"
+        )
+        self.leases.add_handler(self._observed)
+        self._seen: dict[str, tuple[int, float]] = {}
+        """Each lease key's revision and when (our clock) we first saw that revision."""
+        self._member_rev = 0
+        self._renewed_at: float | None = None
+        """When the last successful renewal was sent (time.monotonic)."""
+        self._lapsed = False
+        self._owned: dict[int, int] = {}
+        """Partitions held, with the revision of our write of their key."""
+        self._queues: list[WorkQueue] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._log = log.bind(service=service, replica=options.replica_id)
+
+    # -- what the queues ask ---------------------------------------------------------------
+
+    def attach(self, queue: WorkQueue) -> None:
+        queue.share(self.owns)
+        self._queues.append(queue)
+
+    def owns(self, key: str) -> bool:
+        return self._fresh() and partition_of(key, self.options.partitions) in self._owned
+
+    @property
+    def owned(self) -> frozenset[int]:
+        return frozenset(self._owned) if self._fresh() else frozenset()
+
+    def _fresh(self) -> bool:
+        renewed = self._renewed_at
+        return renewed is not None and time.monotonic() - renewed < self.options.renew_deadline
+
+    # -- running ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Joins and takes this replica's share before returning (all of them when alone)."""
+        await self.leases.start()
+        await self.leases.wait_synced()
+        await self._renew()
+        await self._balance()
+        self._tasks = [
+            asyncio.create_task(self._every(self._renew_and_check), name=f"partitions-renew:{self.service}"),
+            asyncio.create_task(self._every(self._balance), name=f"partitions-balance:{self.service}"),
+        ]
+
+    async def stop(self) -> None:
+        """Hands everything back: running reconciles finish (bounded), then the keys are deleted."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        held = dict(self._owned)
+        self._owned.clear()
+        await self._let_go(self.options.renew_deadline)
+        with contextlib.suppress(Exception):
+            await self._release_keys(held)
+            if self._member_rev:
+                await self._bucket.delete(self._member_key, self._member_rev)
+        self._log.info("partitions.left", released=len(held))
+        await self.leases.stop()
+
+    async def _every(self, step: Callable[[], Awaitable[None]]) -> None:
+        """Paces a step; a failed one (NATS away, a lost race) is logged and tried again."""
+        while True:
+            await asyncio.sleep(self.options.renew_interval)
+            try:
+                await step()
+            except Exception as err:
+                self._log.info("partitions.step_failed", step=step.__name__, error=repr(err))
+
+    # -- the lease -------------------------------------------------------------------------
+
+    def _observed(self, key: str, value: str | None) -> None:
+        if value is None:
+            self._seen.pop(key, None)
+            return
+        revision = self.leases.revision(key)
+        if self._seen.get(key, (0, 0.0))[0] != revision:
+            self._seen[key] = (revision, time.monotonic())
+
+    async def _renew_and_check(self) -> None:
+        await self._renew()
+        if self._owned and not self._fresh() and not self._lapsed:
+            self._lapsed = True
+            self._log.warning("partitions.lapsed", held=len(self._owned), deadline=self.options.renew_deadline)
+            await self._let_go(0)
+
+    async def _renew(self) -> None:
+        sent = time.monotonic()
+        data = self.me.encode()
+        try:
+            async with asyncio.timeout(self.options.renew_interval):
+                if self._member_rev:
+                    revision = await self._bucket.write(self._member_key, data, self._member_rev)
+                else:
+                    revision = await self._join(data)
+        except ConflictError:
+            current = await self._bucket.get(self._member_key)
+            if current is not None and current[0] == data:  # our write landed, its answer did not
+                self._member_rev = current[1]
+                return
+            self._log.warning("partitions.declared_dead", held=len(self._owned))
+            self._owned.clear()
+            self._member_rev, self._renewed_at = 0, None
+            await self._let_go(0)
+            return
+        except (nats.errors.Error, TimeoutError) as err:
+            self._log.info("partitions.renew_failed", error=repr(err))
+            return
+        self._member_rev, self._renewed_at = revision, sent
+        if self._lapsed:  # nobody deleted our member key, so nobody took what we hold
+            self._lapsed = False
+            self._log.info("partitions.renewed_after_lapse", held=len(self._owned))
+            self._take_owned()
+
+    async def _join(self, data: bytes) -> int:
+        try:
+            return await self._bucket.create(self._member_key, data)
+        except AlreadyExistsError:  # an earlier incarnation under this replica id: it is us
+            current = await self._bucket.get(self._member_key)
+            return await self._bucket.write(self._member_key, data, current[1] if current else 0)
+
+    # -- balance ---------------------------------------------------------------------------
+
+    async def _balance(self) -> None:
+        if not self._fresh():
+            return
+        now = time.monotonic()
+        members = {k: v for k, v in self.leases.items() if k.startswith(self._members)}
+        lease = self.options.lease_duration
+        live = {k for k in members if k == self._member_key or now - self._seen.get(k, (0, now))[1] <= lease}
+        target = math.ceil(self.options.partitions / max(1, len(live | {self._member_key})))
+        if len(self._owned) > target:
+            await self._release(sorted(self._owned)[target:])
+        elif len(self._owned) < target:
+            buried = {k for k in members.keys() - live if await self._bury(k)}
+            await self._take(target - len(self._owned), buried)
+
+    async def _bury(self, member_key: str) -> bool:
+        """Deletes a member key unchanged for a lease, iff still at the revision seen."""
+        try:
+            await self._bucket.delete(member_key, self.leases.revision(member_key))
+        except ConflictError:
+            return False
+        self._log.info("partitions.member_dead", member=member_key[len(self._members) :])
+        return True
+
+    def _holds(self, holder: str, buried: set[str]) -> bool:
+        """Whether a partition's holder is alive: its member key, as seen now (a partition key is
+        seen after its holder's member key, in stream order), names it and was not just buried."""
+        member_key = self._members + holder.split("/", 1)[0]
+        return member_key not in buried and self.leases.get(member_key) == holder
+
+    async def _take(self, wanted: int, buried: set[str]) -> None:
+        """Takes up to `wanted` partitions that are free or whose holder is dead."""
+        count = self.options.partitions
+        start = zlib.crc32(self.me.encode()) % count
+        gained: list[int] = []
+        for p in ((start + i) % count for i in range(count)):
+            if len(gained) >= wanted:
+                break
+            key = self._partition_prefix + str(p)
+            holder = self.leases.get(key)
+            if p in self._owned or (holder is not None and holder != self.me and self._holds(holder, buried)):
+                continue
+            try:
+                if holder is None:
+                    revision = await self._bucket.create(key, self.me.encode())
+                else:
+                    revision = await self._bucket.write(key, self.me.encode(), self.leases.revision(key))
+            except (ConflictError, AlreadyExistsError):
+                continue
+            self._owned[p] = revision
+            gained.append(p)
+        if gained:
+            self._log.info("partitions.taken", partitions=gained, held=len(self._owned))
+            self._take_owned()
+
+    async def _release(self, partitions: list[int]) -> None:
+        held = {p: self._owned.pop(p) for p in partitions}
+        await self._let_go(self.options.renew_deadline)
+        await self._release_keys(held)
+        self._log.info("partitions.released", partitions=partitions, held=len(self._owned))
+
+    async def _release_keys(self, held: dict[int, int]) -> None:
+        for p, revision in held.items():
+            with contextlib.suppress(ConflictError):
+                await self._bucket.delete(self._partition_prefix + str(p), revision)
+
+    # -- the queues ------------------------------------------------------------------------
+
+    def _take_owned(self) -> None:
+        for queue in self._queues:
+            queue.take_owned()
+
+    async def _let_go(self, timeout: float) -> None:
+        await asyncio.gather(*(queue.let_go(timeout) for queue in self._queues))
+

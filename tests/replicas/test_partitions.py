@@ -1,0 +1,241 @@
+"""Partition leases on a real nats-server: replicas share keys, take over a dead one's, hand
+extras to a newcomer, and never reconcile one key in two replicas at once.
+
+Each replica is what a service process holds (its own NATS connection, its Partitions, a work
+queue gated by them); every reconcile is recorded with its replica and its start and end, and
+the recording is checked for two replicas overlapping on one key. A replica "dies" by having its
+network link cut (testing/tcplink.py): it stays alive and keeps trying, the worst case for
+double work, since it does not know it is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+from clusternet_nats.api.subjects import LEASES_BUCKET
+from clusternet_nats.runtime.connection import Connection
+from clusternet_nats.runtime.partitions import Partitions, ReplicaOptions, partition_of
+from clusternet_nats.store import WorkQueue
+from clusternet_nats.store.kv import JsonBucket
+from clusternet_nats.testing.natsserver import NatsServer
+from clusternet_nats.testing.tcplink import TcpLink
+from clusternet_nats.testing.waiting import eventually
+from nats.js import JetStreamContext
+
+PARTITIONS = 16
+LEASE = 2.0
+KEYS = [f"ns-{i}.sub-{i}" for i in range(64)]
+
+
+@dataclass
+class Handled:
+    key: str
+    replica: str
+    start: float
+    end: float = math.inf
+
+
+@dataclass
+class Record:
+    """Every reconcile of every replica: the test hook the no-double-work check reads."""
+
+    handled: list[Handled] = field(default_factory=list)
+
+    def overlaps(self) -> list[tuple[Handled, Handled]]:
+        by_key: dict[str, list[Handled]] = defaultdict(list)
+        for h in self.handled:
+            by_key[h.key].append(h)
+        found = []
+        for runs in by_key.values():
+            runs.sort(key=lambda h: h.start)
+            for i, a in enumerate(runs):
+                found += [(a, b) for b in runs[i + 1 :] if b.replica != a.replica and b.start < a.end]
+        return found
+
+    def replicas_since(self, since: float) -> dict[str, set[str]]:
+        """Who reconciled each key after `since`."""
+        who: dict[str, set[str]] = defaultdict(set)
+        for h in self.handled:
+            if h.start >= since:
+                who[h.key].add(h.replica)
+        return who
+
+
+class Replica:
+    def __init__(self, name: str, service: str, server: NatsServer, record: Record) -> None:
+        self.name, self.service, self.record = name, service, record
+        self.link = TcpLink("127.0.0.1", server.port)
+        self.options = ReplicaOptions(replica_id=name, partitions=PARTITIONS, lease_duration=LEASE)
+        self.conn = Connection(self.link.url, f"replica-{name}")
+        self.queue = WorkQueue(f"test-{name}", self.reconcile, workers=4)
+        self.partitions: Partitions | None = None
+
+    async def reconcile(self, key: str) -> None:
+        handled = Handled(key, self.name, time.monotonic())
+        self.record.handled.append(handled)
+        try:
+            await asyncio.sleep(0.02)  # the work a reconcile does (a few KV round trips)
+        finally:
+            handled.end = time.monotonic()
+
+    async def start(self) -> Replica:
+        await self.link.restore()
+        nc = await self.conn.connect(timeout=10)
+        self.partitions = Partitions(nc, nc.jetstream(), self.service, self.options)
+        self.partitions.attach(self.queue)
+        for key in KEYS:  # what the informers' listing does in every replica
+            self.queue.add(key)
+        await self.partitions.start()
+        self.queue.start()
+        return self
+
+    @property
+    def owned(self) -> frozenset[int]:
+        return self.partitions.owned if self.partitions else frozenset()
+
+    async def stop(self) -> None:
+        if self.partitions is not None:
+            await asyncio.wait_for(self.partitions.stop(), 15)
+        await self.queue.stop()
+        with contextlib.suppress(Exception):  # a cut replica's connection is already broken
+            await asyncio.wait_for(self.conn.close(), 15)
+        await self.link.cut()
+
+
+@pytest.fixture
+async def replicas(nats_server: NatsServer, js: object, unique_ns: str) -> AsyncIterator[tuple[list[Replica], Record]]:
+    """Replicas are appended by the test; all are stopped after it (`js` made the buckets)."""
+    made: list[Replica] = []
+    record = Record()
+    yield made, record
+    for replica in made:
+        await replica.stop()
+
+
+def add_everywhere(group: list[Replica]) -> None:
+    """A change of every key, as every replica's informer would see it."""
+    for replica in group:
+        for key in KEYS:
+            replica.queue.add(key)
+
+
+async def test_one_replica_takes_every_partition_at_start(
+    replicas: tuple[list[Replica], Record], nats_server: NatsServer, unique_ns: str
+) -> None:
+    group, record = replicas
+    alone = Replica("alone", unique_ns, nats_server, record)
+    group.append(alone)
+    await alone.start()
+    assert alone.owned == frozenset(range(PARTITIONS))  # no lease to wait for
+    await eventually(lambda: {h.key for h in record.handled} == set(KEYS), what="every key reconciled")
+
+
+async def test_replicas_share_take_over_and_never_overlap(
+    replicas: tuple[list[Replica], Record], nats_server: NatsServer, unique_ns: str
+) -> None:
+    group, record = replicas
+    for name in ("a", "b", "c"):
+        group.append(Replica(name, unique_ns, nats_server, record))
+    await asyncio.gather(*(r.start() for r in group))
+    share = math.ceil(PARTITIONS / 3)
+
+    def balanced() -> bool:
+        counts = [len(r.owned) for r in group]
+        return sum(counts) == PARTITIONS and all(0 < c <= share for c in counts)
+
+    await eventually(balanced, timeout=20, what="16 partitions spread over 3 replicas")
+    assert not set.intersection(*(set(r.owned) for r in group))
+
+    victim, survivors = group[0], group[1:]
+    victim_partitions = set(victim.owned)
+    churn = asyncio.create_task(keep_changing(group))
+    try:
+        await asyncio.sleep(0.3)  # let work run in all three before the cut
+        await victim.link.cut()
+        await eventually(
+            lambda: sum(len(r.owned) for r in survivors) == PARTITIONS,
+            timeout=30,
+            what="the survivors hold every partition",
+        )
+        taken_at = time.monotonic()
+        await eventually(
+            lambda: all(
+                survivors_handled(record, taken_at, key, {r.name for r in survivors})
+                for key in KEYS
+                if partition_of(key, PARTITIONS) in victim_partitions
+            ),
+            timeout=30,
+            what="every key of the victim's partitions reconciled by a survivor",
+        )
+    finally:
+        churn.cancel()
+    assert victim.owned == frozenset(), "the cut replica still believes it holds partitions"
+    assert record.overlaps() == [], "a key was reconciled by two replicas at once"
+
+
+def survivors_handled(record: Record, since: float, key: str, survivors: set[str]) -> bool:
+    return bool(record.replicas_since(since).get(key, set()) & survivors)
+
+
+async def keep_changing(group: list[Replica]) -> None:
+    """Changes every key in every replica ten times a second (pacing, not synchronisation)."""
+    while True:
+        add_everywhere(group)
+        await asyncio.sleep(0.1)
+
+
+async def test_extras_are_released_to_a_newcomer(
+    replicas: tuple[list[Replica], Record], nats_server: NatsServer, unique_ns: str
+) -> None:
+    group, record = replicas
+    first = Replica("first", unique_ns, nats_server, record)
+    group.append(first)
+    await first.start()
+    assert len(first.owned) == PARTITIONS
+    churn = asyncio.create_task(keep_changing(group))
+    try:
+        newcomer = Replica("newcomer", unique_ns, nats_server, record)
+        group.append(newcomer)
+        await newcomer.start()
+        joined_at = time.monotonic()
+        await eventually(
+            lambda: len(first.owned) == len(newcomer.owned) == PARTITIONS // 2,
+            timeout=20,
+            what="the first replica released half its partitions to the newcomer",
+        )
+        await eventually(
+            lambda: any("newcomer" in who for who in record.replicas_since(joined_at).values()),
+            what="the newcomer reconciles keys",
+        )
+    finally:
+        churn.cancel()
+    assert not first.owned & newcomer.owned
+    assert record.overlaps() == [], "a key was reconciled by two replicas at once"
+
+
+async def test_a_replica_stopping_cleanly_hands_over_its_leases(
+    replicas: tuple[list[Replica], Record], nats_server: NatsServer, js: JetStreamContext, unique_ns: str
+) -> None:
+    """SIGTERM deletes the leaving replica's keys, so the other takes its partitions as free ones
+    (at its next balance) instead of waiting a lease for a dead holder."""
+    group, record = replicas
+    leaving = Replica("leaving", unique_ns, nats_server, record)
+    staying = Replica("staying", unique_ns, nats_server, record)
+    group += [leaving, staying]
+    await asyncio.gather(leaving.start(), staying.start())
+    await eventually(lambda: len(staying.owned) == PARTITIONS // 2, timeout=20, what="shared")
+    assert leaving.partitions is not None
+    await leaving.partitions.stop()
+    leaving.partitions = None
+    entries = await JsonBucket(js, LEASES_BUCKET).entries(f"{unique_ns}.>")
+    left = [key for key, value, _ in entries if "leaving" in key or value.startswith(b"leaving/")]
+    assert left == [], "the leaving replica left leases behind"
+    await eventually(lambda: len(staying.owned) == PARTITIONS, timeout=20, what="all taken by the one staying")
+    assert record.overlaps() == []
