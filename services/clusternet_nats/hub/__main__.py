@@ -4,6 +4,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from clusternet_nats.domain.clusterinit import FEATURE
+from clusternet_nats.domain.features import parse_feature_gates
 from clusternet_nats.hub.auth.options import SecurityOptions, with_security_options
 from clusternet_nats.hub.registration.service import RegistrationOptions, build_registration
 from clusternet_nats.hub.service import DEFAULT_LISTEN, build, parse_listen
@@ -11,6 +13,14 @@ from clusternet_nats.runtime.options import with_common_options, with_replica_op
 from clusternet_nats.runtime.service import CommonOptions, ServiceContext, run
 
 app = typer.Typer(add_completion=False)
+
+
+def _feature_gates(value: str) -> str:
+    try:
+        parse_feature_gates(value)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+    return value
 
 
 def _listen(value: str) -> str:
@@ -62,10 +72,20 @@ def hub(
             help="Registration mode: bootstrap tokens (one a line) to store at start; the file owns them.",
         ),
     ] = None,
+    feature_gates: Annotated[
+        str,
+        typer.Option(
+            "--feature-gates",
+            envvar="CNET_HUB_FEATURE_GATES",
+            callback=_feature_gates,
+            help="Clusternet's feature gates, e.g. ClusterInit=true (off by default).",
+        ),
+    ] = "",
 ) -> None:
     """Serves Clusternet's API over HTTPS to authenticated users, keeping every object in NATS."""
     if issuer_seed and not callout_url:
         raise typer.BadParameter("--issuer-seed needs --callout-url")
+    cluster_init = parse_feature_gates(feature_gates)[FEATURE]
     registration = (
         RegistrationOptions(
             issuer_seed,
@@ -74,13 +94,14 @@ def hub(
             jetstream_domain=common.jetstream_domain,
             manual_approval=manual_approval,
             bootstrap_token_file=bootstrap_token_file,
+            cluster_init=cluster_init,
         )
         if issuer_seed and callout_url
         else None
     )
 
     async def build_with_listen(ctx: ServiceContext) -> None:
-        await build(ctx, listen, security)
+        await build(ctx, listen, security, cluster_init)
         if registration is not None:
             await build_registration(ctx, registration)
 

@@ -15,6 +15,7 @@ from aiohttp import web
 from clusternet_nats.hub.app import make_app
 from clusternet_nats.hub.auth.options import Security, SecurityOptions
 from clusternet_nats.hub.clusterhealth import ClusterHealth
+from clusternet_nats.hub.clusterinit import ClusterInitController
 from clusternet_nats.hub.feedinventory import FeedInventoryController
 from clusternet_nats.hub.helmcharts import HelmChartController
 from clusternet_nats.runtime.service import ServiceContext
@@ -72,12 +73,17 @@ class HubServer:
 
 
 async def build(
-    ctx: ServiceContext, listen: str = DEFAULT_LISTEN, security: SecurityOptions | None = None
+    ctx: ServiceContext,
+    listen: str = DEFAULT_LISTEN,
+    security: SecurityOptions | None = None,
+    cluster_init: bool = False,
 ) -> HubServer:
     """`security`: TLS and access settings; the defaults generate a CA in the default cert dir and
-    let only `system:masters` in (with no authenticator configured, nobody)."""
+    let only `system:masters` in (with no authenticator configured, nobody). `cluster_init`: the
+    ClusterInit feature gate."""
     server = HubServer(ctx, listen, security or SecurityOptions())
     ClusterHealth(ctx)
+    ClusterInitController(ctx, cluster_init)
     FeedInventoryController(ctx)
     HelmChartController(ctx)
     await server.start()

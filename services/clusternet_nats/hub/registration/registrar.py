@@ -29,6 +29,7 @@ from clusternet_nats.api.registration import (
 )
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.api.subjects import REGISTRATION
+from clusternet_nats.domain.clusterinit import waiting_taint
 from clusternet_nats.domain.names import dedicated_namespace, registration_request_name
 from clusternet_nats.hub.registration.records import ClusterCredential, credential_store
 from clusternet_nats.runtime.responder import Failure, Responder, Unanswerable
@@ -56,12 +57,21 @@ def approved(namespace: str, name: str) -> ClusterRegistrationRequestStatus:
 
 
 class Registrar:
-    def __init__(self, nc: NATS, js: JetStreamContext, manual_approval: bool = False, concurrency: int = 64) -> None:
+    def __init__(
+        self,
+        nc: NATS,
+        js: JetStreamContext,
+        manual_approval: bool = False,
+        concurrency: int = 64,
+        cluster_init: bool = False,
+    ) -> None:
         # A registration storm is answered concurrently; the compare-and-set on the cluster id
         # keeps two requests for one id apart.
         subject = REGISTRATION.filter()
         self.responder = Responder(nc, subject, self, name="the hub's registrar", queue=QUEUE, concurrency=concurrency)
         self.manual_approval = manual_approval
+        self.cluster_init = cluster_init
+        """The ClusterInit gate: a new cluster is tainted until its init Base succeeds (hub/clusterinit)."""
         self.credentials = credential_store(js)
         info = by_kind("ClusterRegistrationRequest")
         self.requests: ObjectStore[ClusterRegistrationRequest] = ObjectStore(js, info)
@@ -147,7 +157,10 @@ class Registrar:
             claim.name,
             claim.namespace,
             spec=ManagedClusterSpec(
-                cluster_id=spec.cluster_id, sync_mode=spec.sync_mode, cluster_type=spec.cluster_type
+                cluster_id=spec.cluster_id,
+                sync_mode=spec.sync_mode,
+                cluster_type=spec.cluster_type,
+                taints=[waiting_taint()] if self.cluster_init else None,
             ),
         )
         cluster.metadata.labels = {

@@ -37,6 +37,8 @@ class RegistrationOptions:
     """The hub's JetStream domain, which clusters behind leaf nodes address."""
     bootstrap_token_file: Path | None = None
     """Bootstrap tokens stored at start (`tokenfile.py`), so a first agent needs no API call."""
+    cluster_init: bool = False
+    """The ClusterInit feature gate: new clusters are created with the initialization taint."""
 
 
 async def build_registration(ctx: ServiceContext, options: RegistrationOptions) -> AuthCallout:
@@ -56,7 +58,7 @@ async def build_registration(ctx: ServiceContext, options: RegistrationOptions) 
         penalties=penalties,
     )
     await callout.start()
-    await Registrar(ctx.nc, ctx.js, options.manual_approval).start()
+    await Registrar(ctx.nc, ctx.js, options.manual_approval, cluster_init=options.cluster_init).start()
     revoker = Revoker(ctx, await system_conn.connect() if system_conn else None)
     penalties.kick = revoker.kick
     Intake(ctx, penalties)

@@ -1,0 +1,82 @@
+"""The ClusterInit gate on a real nats-server: the registrar creates clusters tainted only when it
+is on, and with it off the hub's controller reports ClusterInitDisabled and lifts an init taint
+left from when it was on (Clusternet's lifecycle controller does both)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from clusternet_nats.api.clusters import (
+    ClusterRegistrationRequest,
+    ClusterRegistrationRequestSpec,
+    ManagedCluster,
+    ManagedClusterSpec,
+    ManagedClusterStatus,
+)
+from clusternet_nats.api.meta import ConditionStatus
+from clusternet_nats.api.registration import RegistrationRequest, credential_hash, new_secret
+from clusternet_nats.api.registry import by_kind
+from clusternet_nats.domain import clusterinit as init
+from clusternet_nats.hub.clusterinit import ClusterInitController
+from clusternet_nats.hub.registration.records import ensure_registration_buckets
+from clusternet_nats.hub.registration.registrar import Registrar
+from clusternet_nats.runtime.service import ServiceContext
+from clusternet_nats.store import ObjectStore, StatusStore
+from clusternet_nats.testing.inprocess import running_service
+from clusternet_nats.testing.natsserver import NatsServer
+from clusternet_nats.testing.waiting import eventually
+from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext
+
+
+@pytest.mark.parametrize("gate", [True, False])
+async def test_the_registrar_taints_a_new_cluster_only_with_the_gate_on(
+    nc: NATS, js: JetStreamContext, gate: bool
+) -> None:
+    await ensure_registration_buckets(js)
+    cluster_id = str(uuid.uuid4())
+    spec = ClusterRegistrationRequestSpec(cluster_id=cluster_id, cluster_name=f"c-{cluster_id[:8]}")
+    request = ClusterRegistrationRequest.new(f"req-{cluster_id[:8]}", spec=spec)
+    wire = RegistrationRequest(request=request, credential_hash=credential_hash(new_secret()))
+    reply = await Registrar(nc, js, cluster_init=gate).register(wire)
+    assert reply.result == "Approved"
+    assert reply.dedicated_namespace is not None and reply.managed_cluster_name is not None
+    clusters: ObjectStore[ManagedCluster] = ObjectStore(js, by_kind(ManagedCluster.KIND))
+    cluster = await clusters.require(reply.dedicated_namespace, reply.managed_cluster_name)
+    assert cluster.spec.taints == ([init.waiting_taint()] if gate else None)
+
+
+async def test_with_the_gate_off_an_init_taint_is_lifted_and_the_condition_says_disabled(
+    nats_server: NatsServer, js: JetStreamContext, unique_ns: str
+) -> None:
+    clusters: ObjectStore[ManagedCluster] = ObjectStore(js, by_kind(ManagedCluster.KIND))
+    spec = ManagedClusterSpec(cluster_id=str(uuid.uuid4()), sync_mode="Pull", taints=[init.waiting_taint()])
+    created = await clusters.create(ManagedCluster.new("left-tainted", unique_ns, spec=spec))
+    status_bucket = by_kind(ManagedCluster.KIND).status_bucket
+    assert status_bucket is not None
+    statuses = StatusStore(js, status_bucket, ManagedClusterStatus)
+    key = clusters.key_of(created)
+
+    async def build(ctx: ServiceContext) -> None:
+        ClusterInitController(ctx, enabled=False)
+
+    async with running_service("clusternet-hub", build, nats_server.url):
+
+        async def lifted() -> ManagedCluster | None:
+            cluster = await clusters.require(unique_ns, "left-tainted")
+            return cluster if not cluster.spec.taints else None
+
+        cluster = await eventually(lifted, 20, what="the init taint lifted with the gate off")
+        assert cluster is not None and cluster.spec.cluster_init_base_name is None
+
+        async def disabled() -> bool:
+            current = await statuses.get(key)
+            cond = init.init_condition_of(current.value if current else None)
+            return cond is not None and (cond.status, cond.reason, cond.message) == (
+                ConditionStatus.TRUE,
+                "ClusterInitDisabled",
+                "feature gate ClusterInit is not enabled",
+            )
+
+        await eventually(disabled, 20, what="ClusterInit=True, ClusterInitDisabled")
