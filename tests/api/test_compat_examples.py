@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +22,12 @@ from clusternet_nats.api.apps import (
 from clusternet_nats.api.loader import load_path
 from clusternet_nats.api.meta import KubeObject
 from clusternet_nats.domain.feeds import feed_selector, format_feed, manifest_selectors
+from clusternet_nats.testing import compat
 
-REPO = Path(__file__).resolve().parents[2]
-COMPAT = Path(os.environ.get("CNET_COMPAT_DIR", REPO.parent / "shared" / "compat"))
-EXAMPLES = COMPAT / "clusternet-examples"
+EXAMPLES = compat.compat_path(compat.EXAMPLES)
 
 
 def _load(relpath: str) -> list[KubeObject]:
-    if not EXAMPLES.is_dir():
-        pytest.fail(f"Clusternet examples not found at {EXAMPLES}; set CNET_COMPAT_DIR")
     return load_path(EXAMPLES / relpath)
 
 

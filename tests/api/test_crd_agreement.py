@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import base64
 import copy
-import os
 import re
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -23,17 +21,14 @@ import yaml
 from clusternet_nats.api import registry
 from clusternet_nats.api.loader import ObjectError, load_path, parse_object
 from clusternet_nats.api.meta import KubeObject
+from clusternet_nats.testing import compat
 from pydantic import BaseModel
 
-REPO = Path(__file__).resolve().parents[2]
-COMPAT = Path(os.environ.get("CNET_COMPAT_DIR", REPO.parent / "shared" / "compat"))
-CRD_DIR = COMPAT / "clusternet-crds"
-EXAMPLES = COMPAT / "clusternet-examples"
+CRD_DIR = compat.compat_path(compat.CRDS)
+EXAMPLES = compat.compat_path(compat.EXAMPLES)
 
 
 def _load_crds() -> dict[str, dict[str, Any]]:
-    if not CRD_DIR.is_dir():
-        pytest.fail(f"Clusternet CRDs not found at {CRD_DIR}; set CNET_COMPAT_DIR")
     crds = {}
     for path in sorted(CRD_DIR.glob("*.yaml")):
         crd = yaml.safe_load(path.read_text())

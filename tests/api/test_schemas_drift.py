@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,11 +11,11 @@ import pytest
 from clusternet_nats.api import schemas
 from clusternet_nats.api.events import Event, EventType
 from clusternet_nats.api.loader import load_path
+from clusternet_nats.testing import compat
 from pydantic import BaseModel
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "proto-schemas"
-COMPAT = Path(os.environ.get("CNET_COMPAT_DIR", REPO.parent / "shared" / "compat"))
 
 
 def test_regenerated_schemas_equal_committed(tmp_path: Path) -> None:
@@ -54,7 +53,7 @@ def test_layout_and_format() -> None:
 
 def test_serialized_examples_satisfy_the_published_schemas() -> None:
     """A non-Python consumer validating against proto-schemas/ accepts what we send."""
-    objects = load_path(COMPAT / "clusternet-examples")
+    objects = load_path(compat.compat_path(compat.EXAMPLES))
     for obj in objects:
         schema = json.loads((COMMITTED / obj.GROUP / obj.VERSION / f"{obj.KIND}.json").read_text())
         jsonschema.Draft202012Validator(schema).validate(obj.to_json_dict())

@@ -3,16 +3,11 @@ examples, with Clusternet's short names and printer columns in `kubectl get`."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import yaml
 from clusternet_nats.api import all_kinds, registry
+from clusternet_nats.testing import compat
 
 from tests.bridge.conftest import Parent
-
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = Path(os.environ.get("CNET_COMPAT_DIR", REPO.parent / "shared" / "compat")) / "clusternet-examples"
 
 
 async def test_every_crd_is_established(parent: Parent) -> None:
@@ -24,8 +19,9 @@ async def test_every_crd_is_established(parent: Parent) -> None:
 
 
 async def test_clusternet_examples_pass_server_side_validation(parent: Parent, unique_ns: str) -> None:
+    examples = compat.compat_path(compat.EXAMPLES)
     await parent.kubectl("create", "namespace", unique_ns)
-    docs = [doc for path in sorted(EXAMPLES.rglob("*.yaml")) for doc in yaml.safe_load_all(path.read_text()) if doc]
+    docs = [doc for path in sorted(examples.rglob("*.yaml")) for doc in yaml.safe_load_all(path.read_text()) if doc]
     clusternet = [doc for doc in docs if doc["apiVersion"].split("/")[0].endswith("clusternet.io")]
     for doc in clusternet:
         if registry.by_kind(doc["kind"]).namespaced:

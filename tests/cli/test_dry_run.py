@@ -6,13 +6,11 @@ from pathlib import Path
 
 import pytest
 from clusternet_nats.cli.main import app
+from clusternet_nats.testing import compat
 from typer.testing import CliRunner
 
-EXAMPLES = Path("/work/shared/compat/clusternet-examples")
-EXAMPLE_FILES = sorted(p for p in EXAMPLES.rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
 
-
-@pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: str(p.relative_to(EXAMPLES)))
+@pytest.mark.parametrize("path", compat.compat_files(compat.EXAMPLES))
 def test_every_clusternet_example_is_valid(path: Path) -> None:
     result = CliRunner().invoke(app, ["apply", "--dry-run", "-f", str(path)])
     assert result.exit_code == 0, result.output
@@ -20,7 +18,8 @@ def test_every_clusternet_example_is_valid(path: Path) -> None:
 
 
 def test_a_directory_validates_every_file_in_it() -> None:
-    result = CliRunner().invoke(app, ["apply", "--dry-run", "-f", str(EXAMPLES / "replication-scheduling")])
+    example = compat.compat_path(compat.EXAMPLES, "replication-scheduling")
+    result = CliRunner().invoke(app, ["apply", "--dry-run", "-f", str(example)])
     assert result.exit_code == 0, result.output
     assert "subscription.apps.clusternet.io/app-demo valid (dry run)" in result.output
     assert "deployment.apps/my-nginx valid (dry run)" in result.output

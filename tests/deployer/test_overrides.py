@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,14 +21,14 @@ from clusternet_nats.api.loader import load_path, parse_object
 from clusternet_nats.api.meta import Feed, KubeObject
 from clusternet_nats.deployer.descriptions import Target, render_generic, render_helm
 from clusternet_nats.deployer.overrides import OverrideError, SourcedOverride, apply_overrides
+from clusternet_nats.testing import compat
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "compat" / "clusternet-examples"
 CLUSTER_NS = "clusternet-5l82l"  # the namespace the compat Localizations are written for
 NGINX = Feed(api_version="apps/v1", kind="Deployment", namespace="foo", name="my-nginx")
 
 
 def _examples(folder: str) -> dict[str, KubeObject]:
-    return {f"{obj.kind}/{obj.name}": obj for obj in load_path(EXAMPLES / folder)}
+    return {f"{obj.kind}/{obj.name}": obj for obj in load_path(compat.compat_path(compat.EXAMPLES, folder))}
 
 
 def _of(objects: dict[str, KubeObject], model: type[Any]) -> list[Any]:

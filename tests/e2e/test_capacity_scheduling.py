@@ -20,12 +20,12 @@ from collections.abc import Awaitable, Iterator
 from pathlib import Path
 
 import pytest
+from clusternet_nats.testing import compat
 from clusternet_nats.testing.system import System
 from clusternet_nats.testing.waiting import eventually, holds
 
-from .conftest import APPS, CLUSTERS, REPO, HubClient, child_objects, cnet
+from .conftest import APPS, CLUSTERS, HubClient, child_objects, cnet
 
-EXAMPLES = REPO.parent / "shared" / "compat" / "clusternet-examples"
 HEARTBEAT = 1.0
 """Seconds between the agents' reports; the hub marks a cluster NotReady after three missed."""
 SHAPES = {
@@ -103,7 +103,7 @@ async def test_dynamic_dividing_divides_by_what_each_cluster_has_room_for(
     # Predicted room sh 4, bj 8, gz 2 (14); Clusternet's dynamicDivideReplicas of 6: floors 6*4/14=1,
     # 6*8/14=3, 6*2/14=0 leave 2, given by descending fraction (gz .86, sh .71): sh 2, bj 3, gz 1.
     names = await clusters(hub)
-    example = EXAMPLES / "dynamic-dividing-scheduling"
+    example = compat.compat_path(compat.EXAMPLES, "dynamic-dividing-scheduling")
     apply(system, example / "nginx-deployment.yaml", example / "nginx-svc.yaml", example / "subscription.yaml")
     got = await eventually(lambda: placement(hub, "dynamic-dividing-scheduling-demo", names), 60, what="divided")
     assert got == {"sh": 2, "bj": 3, "gz": 1}
@@ -186,7 +186,7 @@ async def test_scheduling_group_examples(
     system: System, hub: HubClient, example: str, name: str, expected: dict[str, int] | None
 ) -> None:
     names = await clusters(hub)
-    group = EXAMPLES / "scheduling-group"
+    group = compat.compat_path(compat.EXAMPLES, "scheduling-group")
     apply(system, group / "nginx-deployment.yaml", group / "nginx-svc.yaml", group / example)
 
     async def bound() -> list[str] | None:
@@ -209,7 +209,7 @@ async def test_a_cluster_that_stops_reporting_loses_its_share_and_gets_none_back
     # The examples' nginx (6 x 500m), divided by equal weights: 2 each, which even gz has room for.
     subscription = tmp_path / "failover.yaml"
     subscription.write_text(FAILOVER)
-    group = EXAMPLES / "scheduling-group"
+    group = compat.compat_path(compat.EXAMPLES, "scheduling-group")
     apply(system, group / "nginx-deployment.yaml", subscription)
     assert await eventually(lambda: placement(hub, "failover", names), 60) == {"sh": 2, "bj": 2, "gz": 2}
     await eventually(lambda: available(hub, "failover", 6), 60, what="6 replicas available")

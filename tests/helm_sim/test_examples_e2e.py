@@ -18,14 +18,15 @@ from typing import Any
 
 import pytest
 import yaml
+from clusternet_nats.testing import compat
 from clusternet_nats.testing.charts import ChartRepo, OciRegistry, oci_registry_with
 from clusternet_nats.testing.system import System
 from clusternet_nats.testing.tools import Tools
 from clusternet_nats.testing.waiting import eventually
 
-from tests.e2e.conftest import APPS, CLUSTERS, REPO, HubClient, cnet, owned_by
+from tests.e2e.conftest import APPS, CLUSTERS, HubClient, cnet, owned_by
 
-COMPAT = REPO.parent / "shared" / "compat" / "clusternet-examples"
+COMPAT = compat.compat_path(compat.EXAMPLES)
 EXAMPLES = COMPAT / "replication-scheduling"
 VERSIONS = ("9.1.0", "9.1.8", "9.2.0")
 

@@ -7,10 +7,8 @@ test, and what Clusternet declares but never built (priority preemption).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from clusternet_nats.api.apps import FeedInventory, Subscription
@@ -26,6 +24,7 @@ from clusternet_nats.scheduler.plugins.preemption import DefaultPreemption
 from clusternet_nats.scheduler.plugins.static_assigner import StaticAssigner
 from clusternet_nats.scheduler.plugins.taint_toleration import TaintToleration
 from clusternet_nats.scheduler.profiles import default_framework
+from clusternet_nats.testing import compat
 
 from tests.scheduler.conftest import build_cluster, build_subscription
 
@@ -201,11 +200,10 @@ async def test_preemption_needs_priority_and_the_policy() -> None:
         assert decision.unscheduled == {WEB_KEY: 2}
 
 
-EXAMPLES = Path(os.environ.get("CNET_COMPAT_DIR", Path(__file__).resolve().parents[3] / "shared" / "compat"))
 
 
 def example(path: str) -> Subscription:
-    (sub,) = [obj for obj in load_path(EXAMPLES / "clusternet-examples" / path) if isinstance(obj, Subscription)]
+    (sub,) = [obj for obj in load_path(compat.compat_path(compat.EXAMPLES, path)) if isinstance(obj, Subscription)]
     return sub
 
 

@@ -10,7 +10,9 @@ them elsewhere, and every other test still runs.
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,3 +50,13 @@ def requires_compat(*parts: str) -> pytest.MarkDecorator:
     where only some tests read the corpus."""
     path = compat_dir().joinpath(*parts)
     return pytest.mark.skipif(not path.exists(), reason=missing_reason(path))
+
+
+def compat_files(*parts: str, suffixes: Collection[str] = (".yaml", ".yml", ".json")) -> list[Any]:
+    """The files under `compat_dir()/parts`, as `pytest.param`s named by their relative path, for
+    `parametrize`; when the directory is absent, one parameter that skips with the reason."""
+    root = compat_dir().joinpath(*parts)
+    if not root.is_dir():
+        return [pytest.param(root, id="absent", marks=pytest.mark.skip(reason=missing_reason(root)))]
+    files = sorted(path for path in root.rglob("*") if path.suffix in suffixes)
+    return [pytest.param(path, id=str(path.relative_to(root))) for path in files]
