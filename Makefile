@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo up test lint schemas bench clean tools
+.PHONY: install demo up test lint schemas bench clean tools images
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,7 +35,16 @@ lint: $(STAMP)
 tools:
 	bash hack/tools.sh
 
+# The images deploy/compose and deploy/k8s run, built offline (hack/images.sh: a Docker engine
+# from Debian's docker.io, Compose from the Go module proxy, a debootstrap base, wheels built here)
+# and rebuilt only when their inputs change.
+images: $(STAMP)
+	bash hack/images.sh
+
+# Images first (a no-op when current) so a first build's progress shows; where no Docker engine
+# can run (exit 3), tests/compose skips and says why.
 test: lint tools
+	bash hack/images.sh || test $$? -eq 3
 	$(BIN)/pytest -q -p no:cacheprovider
 
 schemas: $(STAMP)

@@ -3,11 +3,15 @@
 # kube-controller-manager, kubectl, helm, the NATS CLI and an OCI registry (for chart
 # tests) — built from Go modules
 # with this machine's Go, because the module proxy is the only place we may get
-# them from. Each tool is cached by version under
+# them from; and, only when asked (`hack/tools.sh compose`, for hack/images.sh), Docker
+# Compose v2. Each tool is cached by version under
 #   ${CNET_TOOLS_DIR:-$HOME/.cache/clusternet-nats/tools}/<tool>-<version>/
 # so a second run only prints where the binaries are ("name=path" per line).
 #
-# Usage: hack/tools.sh [tool...]    tools: kubernetes etcd helm nats registry (default: all)
+# Usage: hack/tools.sh [tool...]    tools: kubernetes etcd helm nats registry (default), compose
+#
+# A first build prints which tool and the elapsed time every 30 s on stderr: Kubernetes takes
+# about 12 minutes on 2 cores, the others a minute or two each.
 set -euo pipefail
 
 K8S_VERSION=v1.34.4
@@ -16,6 +20,7 @@ ETCD_VERSION=v3.6.16
 HELM_VERSION=v3.19.0
 NATSCLI_VERSION=v0.5.0
 REGISTRY_VERSION=v3.1.2
+COMPOSE_VERSION=v2.40.3
 
 TOOLS_DIR=${CNET_TOOLS_DIR:-$HOME/.cache/clusternet-nats/tools}
 mkdir -p "$TOOLS_DIR"
@@ -48,6 +53,14 @@ run_logged() {
     "$@" >>"$log" 2>&1 || fail "$module" "'$*' failed" "$log"
 }
 
+# progress WHAT START: says every 30 s that WHAT is still building and for how long, so a first
+# `make test` does not look hung while Kubernetes compiles.
+progress() {
+    while sleep 30; do
+        echo "hack/tools.sh: still building $1 ($(($(date +%s) - $2))s elapsed)" >&2
+    done
+}
+
 # build TOOL VERSION BINARIES... : calls build_TOOL in a scratch dir once, under a lock,
 # then moves the result to TOOLS_DIR/TOOL-VERSION atomically.
 build() {
@@ -59,11 +72,12 @@ build() {
         if [[ ! -f $dest/.complete ]]; then
             local work log start
             work=$(mktemp -d "$TOOLS_DIR/.build-$tool-XXXXXX")
-            trap 'rm -rf "$work"' EXIT
             log=$TOOLS_DIR/$tool-$version.log
             : >"$log"
             start=$(date +%s)
             echo "hack/tools.sh: building $tool $version (log: $log)" >&2
+            progress "$tool $version" "$start" >&2 9>&- &
+            trap 'kill $! 2>/dev/null; rm -rf "$work"' EXIT
             "build_$tool" "$work" "$log" "$version"
             touch "$work/bin/.complete"
             rm -rf "$dest"
@@ -144,6 +158,23 @@ build_registry() {
         github.com/distribution/distribution/v3/cmd/registry "$3" "-s -w"
 }
 
+# Docker Compose v2, for hack/images.sh (installed there as the docker CLI plugin). Its go.mod
+# has exclude directives, which `go install pkg@version` refuses, so it is built as the main
+# module from a copy of its source.
+build_compose() {
+    local work=$1 log=$2 version=$3 dir
+    local module=github.com/docker/compose/v2
+    mkdir -p "$work/bin"
+    dir=$(cd "$work" && go mod download -json "$module@$version" 2>>"$log" |
+        sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') || true
+    [[ -n $dir && -d $dir ]] || fail "$module@$version" "module not served by the Go module proxy" "$log"
+    cp -r "$dir" "$work/src"
+    chmod -R u+w "$work/src"
+    cd "$work/src"
+    run_logged "$log" "$module@$version" go build -p 2 -trimpath \
+        -ldflags="-s -w -X $module/internal.Version=$version" -o "$work/bin/docker-compose" ./cmd
+}
+
 tools=("$@")
 [[ ${#tools[@]} -gt 0 ]] || tools=(kubernetes etcd helm nats registry)
 for tool in "${tools[@]}"; do
@@ -153,6 +184,7 @@ for tool in "${tools[@]}"; do
     helm) build helm "$HELM_VERSION" helm ;;
     nats) build nats "$NATSCLI_VERSION" nats ;;
     registry) build registry "$REGISTRY_VERSION" registry ;;
-    *) fail "$tool" "unknown tool (known: kubernetes etcd helm nats registry)" ;;
+    compose) build compose "$COMPOSE_VERSION" docker-compose ;;
+    *) fail "$tool" "unknown tool (known: kubernetes etcd helm nats registry compose)" ;;
     esac
 done
