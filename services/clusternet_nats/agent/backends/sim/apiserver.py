@@ -221,6 +221,8 @@ class SimApiServer:
         self._floor = self._objects.revision
         """The oldest resourceVersion a watch may start from: every change after it is kept."""
         self._wake = asyncio.Event()
+        self.watching = 0
+        """Watches open now (a test waits for its watch to be in place before changing things)."""
         self._objects.on_change(self._heard)
 
     def _heard(self, event: str, obj: SimObject) -> None:
@@ -446,6 +448,16 @@ class SimApiServer:
     ) -> AsyncIterator[bytes]:
         """The watch's lines: the current objects first when it gave no resourceVersion, then
         each change after its cursor, until the timeout or the client goes."""
+        self.watching += 1
+        try:
+            async for line in self._lines(scope, since, timeout, bookmarks):
+                yield line
+        finally:
+            self.watching -= 1
+
+    async def _lines(
+        self, scope: _Scope, since: int | None, timeout: float | None, bookmarks: bool
+    ) -> AsyncIterator[bytes]:
         deadline = None if timeout is None else time.monotonic() + timeout
         if since is None:
             since = self._objects.revision
