@@ -100,6 +100,31 @@ async def js_publish_rate(url: str, replicas: int, count: int = 5000, in_flight:
         await nc.close()
 
 
+def rollout(system: System, manifest_file: Path, clusters: int, timeout: float) -> float | None:
+    """`cnet apply` of the manifests, then seconds until every Description is Success and the
+    Subscription counts `clusters` completed releases; None (and why, printed) after `timeout`."""
+    cnet = Path(sys.executable).parent / "cnet"
+    started = time.monotonic()
+    subprocess.run([str(cnet), "--config", str(system.cnet_config), "apply", "-f", str(manifest_file)], check=True)
+    detail = ""
+    while True:
+        sub = system.hub_get(SUBSCRIPTION)
+        status = sub.get("status") or {}
+        done = status.get("completedReleases", 0)
+        if done >= clusters:
+            descs = system.hub_get(DESCRIPTIONS)["items"]
+            ok = sum(1 for d in descs if (d.get("status") or {}).get("phase") == "Success")
+            if ok >= clusters:
+                return time.monotonic() - started
+            detail = f"{ok} descriptions Success"
+        else:
+            detail = f"completedReleases {done}/{status.get('desiredReleases', 0)}"
+        if time.monotonic() - started > timeout:
+            print(f"TIMEOUT after {timeout}s: {detail}")
+            return None
+        time.sleep(0.1)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clusters", type=int, default=100)
@@ -124,27 +149,9 @@ def main() -> int:
     try:
         mcls = system.hub_get("/apis/clusters.clusternet.io/v1beta1/managedclusters")["items"]
         print(f"clusters registered: {len(mcls)} (system start {startup:.1f}s)")
-        cnet = Path(sys.executable).parent / "cnet"
-        started = time.monotonic()
-        subprocess.run([str(cnet), "--config", str(system.cnet_config), "apply", "-f", str(manifest_file)], check=True)
-        detail = ""
-        while True:
-            sub = system.hub_get(SUBSCRIPTION)
-            status = sub.get("status") or {}
-            done = status.get("completedReleases", 0)
-            if done >= args.clusters:
-                descs = system.hub_get(DESCRIPTIONS)["items"]
-                ok = sum(1 for d in descs if (d.get("status") or {}).get("phase") == "Success")
-                if ok >= args.clusters:
-                    break
-                detail = f"{ok} descriptions Success"
-            else:
-                detail = f"completedReleases {done}/{status.get('desiredReleases', 0)}"
-            if time.monotonic() - started > args.timeout:
-                print(f"TIMEOUT after {args.timeout}s: {detail}")
-                return 1
-            time.sleep(0.1)
-        elapsed = time.monotonic() - started
+        elapsed = rollout(system, manifest_file, args.clusters, args.timeout)
+        if elapsed is None:
+            return 1
         load = os.getloadavg()[0]
         replicas = system.stream_replicas
         nats_kind = f"{args.nats_cluster}-server cluster, R{replicas}" if args.nats_cluster > 1 else "1 server"

@@ -143,9 +143,12 @@ class System:
         log_level: str = "info",
         agent_args: tuple[str, ...] = (),
         nats_cluster: int = 1,
+        replicas: int = 1,
     ) -> None:
         """`nats_cluster` > 1 runs that many nats-servers as one JetStream cluster, every bucket
-        with min(nats_cluster, 3) replicas, and gives the services all their URLs."""
+        with min(nats_cluster, 3) replicas, and gives the services all their URLs. `replicas` > 1
+        runs that many processes of each hub-side service (`deployer`, `deployer-2`, ...), which
+        share the work (runtime/partitions.py); every hub listens on its own port."""
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         ports = [nats_port + i for i in range(nats_cluster)] if nats_port else None
@@ -168,20 +171,22 @@ class System:
         self.write_cnet_context(self.cnet_config, "clusternet-nats")
         self.services: dict[str, ServiceProcess] = {}
         common = ["--nats-url", self.nats.url, "--log-level", log_level, "--stream-replicas", self.stream_replicas]
-        for name in HUB_SIDE_SERVICES:
+        for service, replica in ((s, i) for i in range(1, replicas + 1) for s in HUB_SIDE_SERVICES):
+            name = service if replica == 1 else f"{service}-{replica}"
             extra = (
                 [
                     "--listen",
-                    f"127.0.0.1:{self.hub_port}",
+                    f"127.0.0.1:{self.hub_port if replica == 1 else free_port()}",
                     "--cert-dir",
                     str(self.hub_cert_dir),
                     "--token-auth-file",
                     str(self.hub_token_file),
                 ]
-                if name == "hub"
+                if service == "hub"
                 else []
             )
-            self._add(name, f"clusternet_nats.{name}", [*common, *extra])
+            # A restarted process keeps its replica id, so it takes its partitions back at once.
+            self._add(name, f"clusternet_nats.{service}", [*common, *extra, "--replica-id", name])
         if sim_clusters:
             self.add_agent("agent", cluster_prefix, sim_clusters, labels_cycle, agent_args)
 
@@ -268,8 +273,14 @@ class System:
 
     def start(self, timeout: float = 60.0) -> System:
         self.nats.start()
-        for service in self.services.values():
-            service.start()
+        # Further hubs start once the first has generated the CA and certificate they share.
+        later = [name for name in self.services if name.startswith("hub-")]
+        for name, service in self.services.items():
+            if name not in later:
+                service.start()
+        self.wait_ready(timeout, ("hub",) if later else None)
+        for name in later:
+            self.services[name].start()
         self.wait_ready(timeout)
         return self
 

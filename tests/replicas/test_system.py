@@ -1,0 +1,147 @@
+"""Three replicas of every hub-side service (hub, scheduler, deployer, predictor) as processes:
+rollouts to simulated clusters, one replica of each SIGKILLed in the middle of one. Every
+Description reaches Success, none is written twice with the same content (the descriptions
+bucket's every write is recorded by a consumer from before the first apply), and the dead
+replicas' partitions all end with the living ones.
+
+The bridge shares work through the same queues (it is a ServiceContext like the others); it
+needs a parent kube-apiserver and is left out here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import nats
+import pytest
+from clusternet_nats.api.subjects import LEASES_BUCKET
+from clusternet_nats.runtime.partitions import DEFAULT_PARTITIONS
+from clusternet_nats.store.keys import kv_stream, kv_subject_prefix
+from clusternet_nats.store.kv import JsonBucket, is_deletion
+from clusternet_nats.testing.system import HUB_SIDE_SERVICES, System
+from clusternet_nats.testing.waiting import eventually
+from nats.js.api import DeliverPolicy
+
+from ..e2e.conftest import APPS, HubClient, cnet, owned_by
+from ..natscluster.test_rollout import write_app
+
+CLUSTERS = 12
+REPLICAS = 3
+APPS_BEFORE, APPS_AFTER = 6, 3
+VICTIMS = tuple(f"{service}-2" for service in HUB_SIDE_SERVICES)
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
+    sut = System(tmp_path_factory.mktemp("replicas"), sim_clusters=CLUSTERS, replicas=REPLICAS)
+    sut.start(timeout=120)
+    yield sut
+    codes = sut.stop()
+    assert all(code in (0, None) for code in codes.values()), f"services must exit 0 on SIGTERM: {codes}"
+
+
+@pytest.fixture
+async def hub(system: System) -> AsyncIterator[HubClient]:
+    connector = aiohttp.TCPConnector(ssl=system.hub_ssl_context())
+    async with aiohttp.ClientSession(headers=system.hub_headers(), connector=connector) as session:
+        yield HubClient(session, system.hub_url)
+
+
+class Writes:
+    """Every accepted write of the descriptions bucket, from an ordered consumer."""
+
+    def __init__(self) -> None:
+        self.data: list[tuple[str, bytes]] = []
+        self._prefix = kv_subject_prefix("descriptions")
+
+    async def record(self, msg: Any) -> None:
+        if not is_deletion(msg.headers):
+            self.data.append((msg.subject[len(self._prefix) :], msg.data))
+
+    def twice(self) -> list[str]:
+        """Keys written twice with the same content: the same work done again."""
+        return sorted(key for (key, _), n in Counter(self.data).items() if n > 1)
+
+
+async def converged(hub: HubClient, name: str) -> bool:
+    sub = await hub.get(f"{APPS}/namespaces/default/subscriptions/{name}")
+    if ((sub or {}).get("status") or {}).get("completedReleases") != CLUSTERS:
+        return False
+    descriptions = owned_by(await hub.items(f"{APPS}/descriptions"), name)
+    return len({d["metadata"]["namespace"] for d in descriptions}) == len(descriptions) == CLUSTERS and all(
+        (d.get("status") or {}).get("phase") == "Success" for d in descriptions
+    )
+
+
+async def holders(system: System, service: str) -> dict[str, str]:
+    """Partition -> holding replica id of one service, from the leases bucket."""
+    nc = await nats.connect(system.nats_url)
+    try:
+        entries = await JsonBucket(nc.jetstream(), LEASES_BUCKET).entries(f"clusternet-{service}.partitions.>")
+    finally:
+        await nc.close()
+    return {key.rsplit(".", 1)[1]: value.decode().split("/", 1)[0] for key, value, _ in entries}
+
+
+def apply(system: System, tmp_path: Path, names: list[str]) -> None:
+    for name in names:
+        result = cnet(system, "apply", "-f", str(write_app(tmp_path, name)))
+        assert result.returncode == 0, result.stderr
+
+
+async def test_replicas_share_the_work_and_survive_one_killed_mid_rollout(
+    system: System, hub: HubClient, tmp_path: Path
+) -> None:
+    for service in ("hub", "scheduler", "deployer"):  # the predictor has no queues: queue groups
+        await eventually(
+            lambda service=service: _shared(system, service), 30, what=f"{service}'s partitions spread over replicas"
+        )
+    writes = Writes()
+    nc = await nats.connect(system.nats_url)
+    sub = await nc.jetstream().subscribe(
+        f"{kv_subject_prefix('descriptions')}>",
+        stream=kv_stream("descriptions"),
+        ordered_consumer=True,
+        deliver_policy=DeliverPolicy.NEW,
+        cb=writes.record,
+    )
+    try:
+        before = [f"replicas-{i}" for i in range(APPS_BEFORE)]
+        apply(system, tmp_path, before)
+        for victim in VICTIMS:
+            system.services[victim].kill()
+        after = [f"replicas-after-{i}" for i in range(APPS_AFTER)]
+        apply(system, tmp_path, after)
+        for name in before + after:
+            await eventually(lambda name=name: converged(hub, name), 120, what=f"{name} rolled out everywhere")
+        for service in ("hub", "scheduler", "deployer"):
+            held = await eventually(
+                lambda service=service: _taken_over(system, service), 60, what=f"{service}'s partitions taken over"
+            )
+            assert set(held.values()) <= {f"{service}", f"{service}-3"}
+        await eventually(lambda: len(writes.data) >= CLUSTERS * (APPS_BEFORE + APPS_AFTER), 30, what="writes seen")
+    finally:
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()
+        await nc.close()
+    assert writes.twice() == [], "a Description was written twice with the same content"
+    for victim in VICTIMS:  # the survivors carried on: nothing else died
+        assert not system.services[victim].running
+    for name, service in system.services.items():
+        assert name in VICTIMS or service.running, f"{name} died:\n{service.log_tail()}"
+
+
+async def _shared(system: System, service: str) -> bool:
+    held = Counter((await holders(system, service)).values())
+    return len(held) == REPLICAS and sum(held.values()) == DEFAULT_PARTITIONS
+
+
+async def _taken_over(system: System, service: str) -> dict[str, str] | None:
+    held = await holders(system, service)
+    return held if len(held) == DEFAULT_PARTITIONS and f"{service}-2" not in held.values() else None
+
