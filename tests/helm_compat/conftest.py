@@ -1,0 +1,3 @@
+from tests.e2e.conftest import hub
+
+__all__ = ["hub"]
