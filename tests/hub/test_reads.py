@@ -73,4 +73,4 @@ async def test_health_and_metrics(http: aiohttp.ClientSession) -> None:
     async with http.get("/metrics") as resp:
         text = await resp.text()
     assert "cnet_nats_connected 1" in text
-    assert 'cnet_http_requests_total{method="GET",code="200"}' in text
+    assert 'cnet_http_requests_total{code="200",method="GET"}' in text

@@ -1,30 +1,85 @@
-"""structlog set-up: JSON lines on stderr, with context bound by each caller.
+"""structlog set-up: one JSON object per line on stderr, or readable lines on a terminal.
 
 Services bind `cluster`, `subscription`, `key` and the like on their loggers rather than
-formatting them into messages, so logs can be filtered by any of them.
+formatting them into messages, so logs can be filtered by any of them. Every line names its
+`service` (bound per task by `store.tracecontext.bind_service`, so services sharing a process
+stay apart; otherwise the process's), and, inside a span, its `trace_id` and `span_id`, which
+find the line's trace in the tracing backend.
+
+The libraries underneath log through the standard `logging` module (nats-py's reconnects,
+aiohttp, kubernetes-asyncio): their records go through the same processors and renderer, so a
+JSON log stays JSON on every line. The format is JSON unless stderr is a terminal (or `json`
+says otherwise).
 """
+
+from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
+from typing import Any
 
 import structlog
+from clusternet_nats.store.tracecontext import log_ids
 
 
-def configure_logging(level: str = "info", json: bool = True) -> None:
+def _default_service(service: str) -> structlog.types.Processor:
+    def add_service(_: object, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+        event.setdefault("service", service)
+        return event
+
+    return add_service
+
+
+def process_service() -> str:
+    """The service a process is, from how it was started: `python -m clusternet_nats.agent` is
+    `clusternet-agent`, as are the `clusternet-agent` script and the names services give `run`."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    module = getattr(spec, "name", "") or ""
+    parts = module.split(".")
+    if len(parts) >= 2 and parts[0] == "clusternet_nats":
+        return "clusternet-" + parts[1]
+    return (sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "") or "clusternet"
+
+
+def configure_logging(level: str = "info", json: bool | None = None, service: str | None = None) -> None:
+    """Configures structlog and the standard `logging` root alike; `json` None: JSON unless
+    stderr is a terminal; `service`: the name on lines no task has bound one for."""
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
+    if json is None:
+        json = not sys.stderr.isatty()
     renderer: structlog.types.Processor = (
-        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
     )
+    shared: list[structlog.types.Processor] = [
+        structlog.contextvars.merge_contextvars,
+        _default_service(service or process_service()),
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        log_ids,
+    ]
     structlog.configure(
         processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            *shared,
             structlog.processors.StackInfoRenderer(),
             structlog.processors.format_exc_info,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-        cache_logger_on_first_use=True,
+        cache_logger_on_first_use=False,
     )
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name, structlog.stdlib.ExtraAdder()],
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(max(numeric, logging.INFO))

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 import typer
+from clusternet_nats.runtime.logging import configure_logging
 from clusternet_nats.runtime.partitions import DEFAULT_LEASE_DURATION, DEFAULT_PARTITIONS, ReplicaOptions
 from clusternet_nats.runtime.service import Builder, CommonOptions, run
 
@@ -141,6 +142,7 @@ def with_common_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(command)
     def wrapper(**kwargs: Any) -> Any:
         common = CommonOptions(**{p.name: kwargs.pop(p.name) for p in _COMMON})
+        configure_logging(common.log_level)  # before the command logs anything (an agent registers first)
         return command(common=common, **kwargs)
 
     wrapper.__signature__ = signature.replace(parameters=own + _COMMON)  # type: ignore[attr-defined]

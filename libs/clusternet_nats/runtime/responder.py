@@ -17,6 +17,8 @@ owns the rest, once:
   leaves the asker to time out.
 * Requests run in a bounded `TaskPool` (at most `concurrency` at once; 1 keeps arrival order),
   in a queue group where one is given, so replicas share the requests.
+* Each answer runs in a SERVER span, the child of the trace context the request carries
+  (store/tracecontext.py), so a predictor call or a push is part of the asker's trace.
 
 Why not nats.micro (nats-py 2.16 ships it, read in `nats/micro/service.py`): its endpoint runs
 the handler inside the subscription's callback, so requests are answered one at a time (no
@@ -38,9 +40,11 @@ from typing import Generic, Protocol, TypeVar
 import nats.errors
 import structlog
 from clusternet_nats.runtime.tasks import TaskPool
+from clusternet_nats.store.tracecontext import extract, span
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
+from opentelemetry.trace import SpanKind
 
 R = TypeVar("R")
 log = structlog.get_logger(__name__)
@@ -152,11 +156,13 @@ class Responder(Generic[R]):
             self._log.exception("responder.accept_failed", request_subject=msg.subject, reply=msg.reply)
             self._dropped(msg, "the check failed")
             return
-        try:
-            data = await self.endpoint.answer(request)
-        except Exception as err:
-            self.stats.failed += 1
-            data = self.endpoint.failed(request, self._failure(err, msg))
+        attributes = {"cnet.responder": self.name, "messaging.destination.name": msg.subject}
+        with span("responder.answer", kind=SpanKind.SERVER, parent=extract(msg.headers), attributes=attributes):
+            try:
+                data = await self.endpoint.answer(request)
+            except Exception as err:
+                self.stats.failed += 1
+                data = self.endpoint.failed(request, self._failure(err, msg))
         try:
             await msg.respond(data)
         except Exception as err:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -22,11 +23,13 @@ from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.runtime.health import serve_health
 from clusternet_nats.runtime.logging import configure_logging
-from clusternet_nats.runtime.metrics import Metrics
+from clusternet_nats.runtime.metrics import RECONCILE_DURATION, Metrics
 from clusternet_nats.runtime.partitions import Partitions, ReplicaOptions
+from clusternet_nats.runtime.tracing import configure_tracing
 from clusternet_nats.store import EventRecorder, Informer, ObjectStore, StatusStore, WorkQueue, ensure_buckets
 from clusternet_nats.store.buckets import StoreLayout
 from clusternet_nats.store.intake import IntakeClient
+from clusternet_nats.store.tracecontext import bind_service
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from pydantic import BaseModel
@@ -71,6 +74,7 @@ class ServiceContext:
         """A registered cluster's: its writes and Events go to the hub's intake (store/intake.py)."""
         self.recorder = EventRecorder(self.js, name, intake)
         self.metrics = Metrics(name)
+        self.metrics.sample_value("cnet_nats_connected", lambda: 1.0 if nc.is_connected else 0.0)
         self.informers: list[Informer[object]] = []
         self.queues: list[WorkQueue] = []
         self.background: list[Callable[[], Coroutine[Any, Any, None]]] = []
@@ -97,7 +101,9 @@ class ServiceContext:
         informer: Informer[T] = Informer(self.nc, self.js, bucket, decode, key_filter, intake=self.intake)
         self.informers.append(informer)  # type: ignore[arg-type]
         self.conn.on_reconnect(informer.resync)
-        self.metrics.gauge_fn(f"informer_objects{{bucket=\"{bucket}\"}}", lambda: len(informer.keys()))
+        self.metrics.sample_value("cnet_informer_objects", lambda: len(informer.keys()), bucket)
+        self.metrics.sample_value("cnet_informer_lag_messages", lambda: informer.lag, bucket)
+        self.metrics.sample_value("cnet_informer_last_applied_sequence", lambda: informer.last_sequence, bucket)
         return informer
 
     def objects(self, model: type[K], key_filter: str = ">") -> Informer[K]:
@@ -119,18 +125,20 @@ class ServiceContext:
         base_delay: float = 0.05,
     ) -> WorkQueue:
         async def counted(key: str) -> None:
+            started = time.perf_counter()
             try:
                 await reconcile(key)
             except Exception:
-                self.metrics.inc(f'reconcile_total{{queue="{name}",result="error"}}')
+                RECONCILE_DURATION.labels(name, "error").observe(time.perf_counter() - started)
                 raise
-            self.metrics.inc(f'reconcile_total{{queue="{name}",result="ok"}}')
+            RECONCILE_DURATION.labels(name, "ok").observe(time.perf_counter() - started)
 
         queue = WorkQueue(
             name, counted, workers=workers, on_parked=on_parked, priority=priority, base_delay=base_delay
         )
         self.queues.append(queue)
-        self.metrics.gauge_fn(f'workqueue_depth{{queue="{name}"}}', lambda: len(queue))
+        self.metrics.sample_value("cnet_workqueue_depth", lambda: len(queue), name)
+        self.metrics.sample_value("cnet_workqueue_parked", lambda: queue.parked, name)
         if self.partitions is not None:
             self.partitions.attach(queue)
         return queue
@@ -182,6 +190,7 @@ class ServiceContext:
             await queue.stop()
         for informer in self.informers:
             await informer.stop()
+        self.metrics.close()
 
 
 Builder = Callable[[ServiceContext], Awaitable[None]]
@@ -190,7 +199,7 @@ Builder = Callable[[ServiceContext], Awaitable[None]]
 async def _health_app(ctx: ServiceContext) -> web.AppRunner | None:
     if ctx.options.health_port < 0:
         return None
-    return await serve_health(ctx.options.health_host, ctx.options.health_port, ctx.nc, ctx.is_ready, ctx.metrics)
+    return await serve_health(ctx.options.health_host, ctx.options.health_port, ctx.nc, ctx.is_ready)
 
 
 STOP_TIMEOUT = 10.0
@@ -213,6 +222,7 @@ async def serve(
     name: str, options: CommonOptions, build: Builder, stop: asyncio.Event, stop_timeout: float = STOP_TIMEOUT
 ) -> None:
     """Runs one service until `stop` is set; each shutdown step is bounded by `stop_timeout`."""
+    bind_service(name)  # this task's and every task it starts: their log lines and spans
     conn = Connection(options.nats_url, name, options.nats_creds)
     nc = await conn.connect()
     ctx = ServiceContext(name, options, conn, nc)
@@ -234,8 +244,9 @@ async def serve(
 
 
 def run(name: str, options: CommonOptions, build: Builder) -> None:
-    """Process entry point: logging, signals, serve."""
-    configure_logging(options.log_level)
+    """Process entry point: logging, tracing, signals, serve."""
+    configure_logging(options.log_level, service=name)
+    tracing = configure_tracing(name)
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -244,4 +255,8 @@ def run(name: str, options: CommonOptions, build: Builder) -> None:
             loop.add_signal_handler(sig, stop.set)
         await serve(name, options, build, stop)
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        if tracing is not None:
+            tracing.shutdown()  # sends the spans still buffered

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from clusternet_nats.api.registration import reply_prefix
+from clusternet_nats.store.tracecontext import request_span
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.nuid import NUID
@@ -28,8 +29,9 @@ async def request_cluster(nc: NATS, namespace: str, subject: str, payload: bytes
     inbox = f"{reply_prefix(namespace)}.{_nuid.next().decode()}"
     sub = await nc.subscribe(inbox, cb=on_reply, max_msgs=1)
     try:
-        await nc.publish(subject, payload, reply=inbox)
-        return await asyncio.wait_for(answered, timeout)
+        with request_span("cluster.request", subject) as headers:
+            await nc.publish(subject, payload, reply=inbox, headers=headers or None)
+            return await asyncio.wait_for(answered, timeout)
     finally:
         if not nc.is_closed:
             await sub.unsubscribe()

@@ -24,7 +24,11 @@ outside it is never applied, whatever the permissions.
 
 Handlers are plain callables that should only enqueue keys (see WorkQueue): reconcilers read
 the latest state from the cache when they run, so missed, merged or reordered notifications
-change nothing.
+change nothing. They are called inside the trace context the change's writer put in its headers
+(store/tracecontext.py), so the work a change causes joins the writer's trace.
+
+`lag` is how many changes within the filter the stream held beyond the last one applied, as the
+last delivery said (its consumer's pending count): what `cnet_informer_lag_messages` reports.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.store.keys import kv_stream, kv_subject_prefix, subject_matches
 from clusternet_nats.store.kv import UNDECODABLE, is_deletion
 from clusternet_nats.store.pull import PullReader, PushReader
+from clusternet_nats.store.tracecontext import attached, extract
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
@@ -83,6 +88,7 @@ class Informer(Generic[T]):
         self._revisions: dict[str, int] = {}
         self._handlers: list[Handler[T]] = []
         self._last_seq = 0
+        self._pending = 0
         self._synced = asyncio.Event()
         self._reset = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -108,6 +114,16 @@ class Informer(Generic[T]):
     @property
     def synced(self) -> bool:
         return self._synced.is_set()
+
+    @property
+    def last_sequence(self) -> int:
+        """The last stream sequence applied."""
+        return self._last_seq
+
+    @property
+    def lag(self) -> int:
+        """Changes within the filter not applied yet, as of the last delivery."""
+        return self._pending
 
     # -- running ---------------------------------------------------------------------------
 
@@ -246,6 +262,11 @@ class Informer(Generic[T]):
         self._synced.set()
 
     def _apply(self, msg: Msg, seen: set[str] | None) -> None:
+        self._pending = msg.metadata.num_pending or 0
+        with attached(extract(msg.headers)):  # what the handlers queue joins the writer's trace
+            self._apply_change(msg, seen)
+
+    def _apply_change(self, msg: Msg, seen: set[str] | None) -> None:
         seq = msg.metadata.sequence.stream
         self._last_seq = max(self._last_seq, seq)
         if not subject_matches(self.subject_prefix + self.key_filter, msg.subject):

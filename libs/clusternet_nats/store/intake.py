@@ -21,6 +21,7 @@ from clusternet_nats.api.intake import (
 )
 from clusternet_nats.api.registration import descriptions_deliver_subject, intake_subject
 from clusternet_nats.store.errors import AlreadyExistsError, ConflictError, IntakeRefusedError, NotFoundError
+from clusternet_nats.store.tracecontext import request_span
 from nats.aio.client import Client as NATS
 
 DEFAULT_TIMEOUT = 10.0
@@ -75,9 +76,9 @@ class IntakeClient:
             raise IntakeRefusedError("events", "", reply.code, reply.error or "")
 
     async def _ask(self, verb: str, data: bytes, headers: dict[str, str]) -> IntakeReply:
-        msg = await self.nc.request(
-            intake_subject(self.namespace, verb), data, timeout=self.timeout, headers=headers or None
-        )
+        subject = intake_subject(self.namespace, verb)
+        with request_span(f"intake.{verb}", subject) as traced:
+            msg = await self.nc.request(subject, data, timeout=self.timeout, headers={**headers, **traced} or None)
         return IntakeReply.model_validate_json(msg.data)
 
 

@@ -22,6 +22,9 @@ What is nats-py's and what is ours, and why:
   nats-py's `keys(filters=...)` watches the whole bucket and matches substrings.
 * A registered cluster uses no JetStream at all: its buckets are requests to the hub's intake
   (store/intake.py).
+* Every write runs in a `store.write` span and carries the trace context in its headers
+  (`traceparent`), so whoever follows the bucket continues the writer's trace
+  (store/tracecontext.py).
 """
 
 from __future__ import annotations
@@ -41,10 +44,12 @@ from clusternet_nats.store.errors import AlreadyExistsError, ConflictError, Unde
 from clusternet_nats.store.errors import NotFoundError as ObjectNotFoundError
 from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.store.keys import kv_stream, kv_subject_prefix, object_key
+from clusternet_nats.store.tracecontext import inject, span
 from nats.js import JetStreamContext
 from nats.js.api import DEFAULT_PREFIX, AckPolicy, ConsumerConfig, DeliverPolicy, Header
 from nats.js.errors import APIError, KeyNotFoundError
 from nats.js.kv import KV_DEL, KV_MARKER_REASON, KV_OP, KV_PURGE, KeyValue
+from opentelemetry.trace import SpanKind
 from pydantic import BaseModel, ValidationError
 
 log = structlog.get_logger(__name__)
@@ -113,12 +118,17 @@ class JsonBucket:
         return entry.value or b"", entry.revision or 0
 
     async def _cas_publish(self, key: str, data: bytes, headers: dict[str, str]) -> int:
-        try:
-            ack = await self.js.publish(self.write_prefix + key, data, headers=headers)
-        except APIError as err:
-            if err.err_code in _WRONG_LAST_SEQUENCE:
-                raise ConflictError(self.name, key, err.description or "") from err
-            raise
+        operation = "delete" if headers.get(KV_OP) else "put"
+        attributes = {"cnet.bucket": self.name, "cnet.key": key, "cnet.operation": operation}
+        with span("store.write", kind=SpanKind.PRODUCER, attributes=attributes) as current:
+            try:
+                ack = await self.js.publish(self.write_prefix + key, data, headers=inject(headers))
+            except APIError as err:
+                if err.err_code in _WRONG_LAST_SEQUENCE:
+                    current.set_attribute("cnet.conflict", True)
+                    raise ConflictError(self.name, key, err.description or "") from err
+                raise
+            current.set_attribute("cnet.revision", int(ack.seq))
         return int(ack.seq)
 
     async def write(self, key: str, data: bytes, revision: int) -> int:

@@ -7,6 +7,10 @@ Failures are retried with exponential backoff, and after `max_retries` the key i
 object brings it back. `reconcile(key)` brings the world in line with the latest state of one
 key, and may run for one key many times: it must be idempotent.
 
+A key keeps the trace context it was added in (the informer notifies inside the context of the
+change it applied: store/tracecontext.py), and its reconcile runs in a span that is that
+context's child; a key added again while waiting takes the newer one.
+
 Replicas of a service share the keys (runtime/partitions.py). Once `share(owns)` is set, a key
 this replica does not own is kept aside instead of queued; `take_owned()` queues the kept keys
 it now owns, so a partition taken over from a dead replica leaves nothing behind; `let_go()`
@@ -22,6 +26,8 @@ import itertools
 from collections.abc import Awaitable, Callable
 
 import structlog
+from clusternet_nats.store.tracecontext import carried, span
+from opentelemetry.context import Context
 
 log = structlog.get_logger(__name__)
 
@@ -56,6 +62,9 @@ class WorkQueue:
         self._tasks: list[asyncio.Task[None]] = []
         self._idle = asyncio.Event()
         self._idle.set()
+        self._parked: set[str] = set()
+        self._contexts: dict[str, Context] = {}
+        """The trace context each key was last added in, until it is reconciled."""
         self._owns: Callable[[str], bool] | None = None
         self._deferred: set[str] = set()
         """Keys seen while another replica owned them (`share`), queued when this one takes them."""
@@ -65,6 +74,10 @@ class WorkQueue:
 
     def add(self, key: str) -> None:
         self._failures.pop(key, None)
+        self._parked.discard(key)
+        context = carried()
+        if context is not None:
+            self._contexts[key] = context
         timer = self._retry_timers.pop(key, None)
         if timer:
             timer.cancel()
@@ -128,6 +141,11 @@ class WorkQueue:
     def __len__(self) -> int:
         return len(self._queued) + len(self._active) + len(self._retry_timers)
 
+    @property
+    def parked(self) -> int:
+        """Keys that failed every retry and wait for their next change (`add`)."""
+        return len(self._parked)
+
     async def wait_idle(self) -> None:
         await self._idle.wait()
 
@@ -156,10 +174,13 @@ class WorkQueue:
                 self._update_idle()
                 continue
             self._active.add(key)
-            running = self._running[key] = asyncio.ensure_future(self._reconcile(key))
+            parent = self._contexts.get(key)
+            running = self._running[key] = asyncio.ensure_future(self._traced(key, parent))
             try:
                 await running
                 self._failures.pop(key, None)
+                if self._contexts.get(key) is parent:
+                    self._contexts.pop(key, None)
             except asyncio.CancelledError:
                 current = asyncio.current_task()
                 if key not in self._let_go or (current is not None and current.cancelling()):
@@ -176,12 +197,18 @@ class WorkQueue:
                     self._enqueue(key)
                 self._update_idle()
 
+    async def _traced(self, key: str, parent: Context | None) -> None:
+        with span("reconcile", parent=parent, attributes={"cnet.queue": self.name, "cnet.key": key}):
+            await self._reconcile(key)
+
     async def _failed(self, key: str, err: Exception) -> None:
         tries = self._failures.get(key, 0) + 1
         self._failures[key] = tries
         if tries > self._max_retries:
             self._failures.pop(key, None)
             self._dirty.discard(key)
+            self._contexts.pop(key, None)
+            self._parked.add(key)
             self._log.error("workqueue.parked", key=key, tries=tries, error=repr(err))
             if self._on_parked is not None:
                 with contextlib.suppress(Exception):

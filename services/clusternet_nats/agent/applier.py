@@ -10,6 +10,7 @@ applied: a failed apply never deletes.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,8 @@ from clusternet_nats.api.apps import (
     ManifestStatus,
 )
 from clusternet_nats.domain.helmreleases import FAILED, ChartRelease, chart_status, releases_of
+from clusternet_nats.runtime.metrics import APPLY_DURATION
+from clusternet_nats.store.tracecontext import span
 
 
 def _decode_manifests(raw: list[bytes]) -> tuple[list[RawObject], list[str]]:
@@ -58,7 +61,15 @@ class DescriptionApplier:
         return (await self.deploy_restoring(key, desc)).status
 
     async def deploy_restoring(self, key: str, desc: Description) -> Deployed:
-        """`deploy`, also saying which objects the apply put back after drift in the cluster."""
+        """`deploy`, also saying which objects the apply put back after drift in the cluster; in an
+        `agent.apply` span, its duration in `cnet_agent_apply_duration_seconds`."""
+        deployer, started = str(desc.spec.deployer), time.perf_counter()
+        with span("agent.apply", attributes={"cnet.description": key, "cnet.deployer": deployer}):
+            deployed = await self._deploy(key, desc)
+        APPLY_DURATION.labels(deployer, str(deployed.status.phase)).observe(time.perf_counter() - started)
+        return deployed
+
+    async def _deploy(self, key: str, desc: Description) -> Deployed:
         if desc.spec.deployer is DeployerType.HELM:
             releases, failures = releases_of(desc)
             outcome = await self.backend.install_releases(key, [release for _, release in releases])

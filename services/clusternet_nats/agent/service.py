@@ -104,7 +104,7 @@ class Agent:
         ]
 
     async def build(self, ctx: ServiceContext) -> None:
-        ctx.metrics.gauge_fn("agent_clusters_ready", lambda: sum(c.ready for c in self.clusters))
+        ctx.metrics.sample_value("cnet_agent_clusters_ready", lambda: sum(c.ready for c in self.clusters))
         ctx.add_readiness_check(lambda: bool(self.clusters) and all(c.ready for c in self.clusters))
         ctx.run_forever(functools.partial(self.run, ctx.options))
 

@@ -30,6 +30,7 @@ from clusternet_nats.api.push import (
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.deployer.caches import Caches
 from clusternet_nats.domain.readiness import is_ready
+from clusternet_nats.runtime.metrics import PUSHES
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.runtime.tunnel import request_cluster
 from clusternet_nats.store import StatusStore, object_key, split_key
@@ -127,8 +128,10 @@ class Pusher:
                 raise PushError(f"no agent serves {subject}")
         except Exception as err:
             self._unreachable.add(object_key(cluster.namespace, cluster.name))
+            PUSHES.labels("unreachable").inc()
             raise PushError(f"cluster {cluster.namespaced_name()} unreachable on {subject}: {err!r}") from err
         reply = PushReply.model_validate_json(msg.data)
+        PUSHES.labels("refused" if reply.error else "answered").inc()
         if reply.error:
             raise PushError(f"cluster {cluster.namespaced_name()}: {reply.error}")
         return reply

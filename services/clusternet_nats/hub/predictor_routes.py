@@ -37,6 +37,7 @@ from clusternet_nats.api.predictor import (
 from clusternet_nats.api.subjects import PREDICT, UNSCHEDULED
 from clusternet_nats.api.yamljson import DecodeError, load_json
 from clusternet_nats.hub.errors import ApiError
+from clusternet_nats.store.tracecontext import request_span
 from nats.aio.client import Client as NATS
 from pydantic import ValidationError
 
@@ -55,7 +56,8 @@ class PredictorRoutes:
 
     async def _ask(self, subject: str, request: Model) -> bytes:
         try:
-            msg = await self.nc.request(subject, request.to_json(), timeout=TIMEOUT)
+            with request_span("predictor.request", subject) as headers:
+                msg = await self.nc.request(subject, request.to_json(), timeout=TIMEOUT, headers=headers or None)
         except nats.errors.NoRespondersError:
             raise ApiError(503, "ServiceUnavailable", "no predictor is running (clusternet-predictor)") from None
         except nats.errors.TimeoutError:

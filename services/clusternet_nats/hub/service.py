@@ -46,7 +46,7 @@ class HubServer:
 
     async def start(self) -> None:
         self.security = security = await Security.load(self.security_options, self.host)
-        app = make_app(self.ctx.nc, self.ctx.metrics, self.ctx.is_ready, security.gate)
+        app = make_app(self.ctx.nc, self.ctx.is_ready, security.gate)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.host, self.port, ssl_context=security.ssl_context).start()

@@ -56,6 +56,7 @@ from clusternet_nats.predictor.messages import (
     parse_accommodation_subject,
 )
 from clusternet_nats.predictor.reservations import Landed, Pending, Reservations, pending_replicas
+from clusternet_nats.runtime.metrics import PREDICTOR_REQUESTS, count_by
 from clusternet_nats.runtime.responder import Failure, Responder
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import BINDINGS_BUCKET, object_key, split_key
@@ -138,6 +139,7 @@ class Predictor:
         status_bucket = KindInfo.of(Description).status_bucket
         assert status_bucket is not None, "Description has a status bucket"
         self.description_statuses = ctx.records(status_bucket, DescriptionStatus)
+        ctx.metrics.sample("cnet_descriptions", self._phases)
         self.reservations = Reservations()
         self._descriptions_by_owner: Index[Description, Owner] = Index(_description_owner)
         self._bindings_by_uid: Index[SubscriptionBinding, str] = Index(lambda b: {b.subscription_uid})
@@ -163,6 +165,11 @@ class Predictor:
             self._rooms.pop(cluster, None)
         for sub_key in self._bindings_by_cluster.keys_for(cluster):
             self._reserve(sub_key)
+
+    def _phases(self) -> dict[tuple[str, ...], float]:
+        """Descriptions by phase, for `cnet_descriptions` (the predictor follows them all already)."""
+        statuses = (self.description_statuses.get(key) for key, _ in self.descriptions.items())
+        return count_by(str(s.phase) if s is not None and s.phase is not None else "None" for s in statuses)
 
     def _binding_changed(self, key: str, binding: SubscriptionBinding | None) -> None:
         self._bindings_by_uid.update(key, binding)
@@ -332,7 +339,6 @@ class _Endpoint:
     """One subject: `handle` parses and answers (raising ValidationError on a malformed body),
     `error` shapes an error answer in that subject's reply model."""
 
-    ctx: ServiceContext
     kind: str
     handle: Callable[[Msg], Reply]
     error: Callable[[str], Reply]
@@ -347,33 +353,30 @@ class _Endpoint:
         except ValidationError as err:
             reply = self.error(f"invalid {self.kind} request: {err}")
         result = "error" if reply.error else "ok"
-        self.ctx.metrics.inc(f'predictor_requests_total{{request="{self.kind}",result="{result}"}}')
+        PREDICTOR_REQUESTS.labels(self.kind, result).inc()
         log.debug("predictor.answered", request=self.kind, subject=msg.subject, result=result, error=reply.error)
         return reply.to_json()
 
     def failed(self, msg: Msg, failure: Failure) -> bytes:
-        self.ctx.metrics.inc(f'predictor_requests_total{{request="{self.kind}",result="failed"}}')
+        PREDICTOR_REQUESTS.labels(self.kind, "failed").inc()
         return self.error(failure.reason).to_json()
 
 
-def endpoints(ctx: ServiceContext, predictor: Predictor) -> dict[str, _Endpoint]:
+def endpoints(predictor: Predictor) -> dict[str, _Endpoint]:
     """Per subject filter, its endpoint."""
 
     return {
         SUBSCRIPTION_SUBJECT: _Endpoint(
-            ctx,
             "accommodation",
             lambda msg: predictor._reply(msg.subject, msg.data),
             lambda e: AccommodationReply(error=e),
         ),
         PREDICT_SUBJECT: _Endpoint(
-            ctx,
             "predict",
             lambda msg: predictor.predict(PredictRequest.model_validate_json(msg.data)),
             lambda e: PredictReply(error=e),
         ),
         UNSCHEDULED_SUBJECT: _Endpoint(
-            ctx,
             "unscheduled",
             lambda msg: predictor.unscheduled(UnscheduledRequest.model_validate_json(msg.data or b"{}")),
             lambda e: UnscheduledReply(error=e),
@@ -382,6 +385,6 @@ def endpoints(ctx: ServiceContext, predictor: Predictor) -> dict[str, _Endpoint]
 
 
 async def build(ctx: ServiceContext) -> None:
-    for subject, endpoint in endpoints(ctx, Predictor(ctx)).items():
+    for subject, endpoint in endpoints(Predictor(ctx)).items():
         responder = Responder(ctx.nc, subject, endpoint, name="the predictor", queue=QUEUE_GROUP, trusted=True)
         ctx.run_forever(responder.serve)

@@ -20,6 +20,7 @@ from clusternet_nats.api.meta import ConditionStatus, Taint, TaintEffect, utcnow
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.domain.readiness import ready_of, unknown
 from clusternet_nats.hub.clusterhealth.deadlines import Deadlines
+from clusternet_nats.runtime.metrics import count_by
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import ObjectStore, StatusStore
 
@@ -61,10 +62,16 @@ class ClusterHealth:
         self.cluster_store: ObjectStore[ManagedCluster] = ObjectStore(ctx.js, info)
         self.status_store = StatusStore(ctx.js, info.status_bucket, ManagedClusterStatus)
         self.deadlines = Deadlines()
+        ctx.metrics.sample("cnet_clusters", self._readiness)
         self.queue = ctx.queue("cluster-health", self.reconcile)
         self.clusters.add_handler(lambda key, _obj: self.queue.add(key))
         self.statuses.add_handler(lambda key, _status: self.queue.add(key))
         ctx.run_forever(self._fire_deadlines)
+
+    def _readiness(self) -> dict[tuple[str, ...], float]:
+        """Clusters by the status of their Ready condition (Unknown before the first), for `cnet_clusters`."""
+        conditions = (ready_of(self.statuses.get(key)) for key, _ in self.clusters.items())
+        return count_by(str(c.status) if c is not None else "Unknown" for c in conditions)
 
     async def _fire_deadlines(self) -> None:
         await self.deadlines.run(self.queue.add)

@@ -32,6 +32,7 @@ from clusternet_nats.api.subjects import REGISTRATION
 from clusternet_nats.domain.clusterinit import waiting_taint
 from clusternet_nats.domain.names import dedicated_namespace, registration_request_name
 from clusternet_nats.hub.registration.records import ClusterCredential, credential_store
+from clusternet_nats.runtime.metrics import REGISTRATIONS
 from clusternet_nats.runtime.responder import Failure, Responder, Unanswerable
 from clusternet_nats.store import AlreadyExistsError, ObjectStore, StatusStore
 from nats.aio.client import Client as NATS
@@ -100,10 +101,12 @@ class Registrar:
         except (ValidationError, ValueError) as err:
             reply = RegistrationReply(result=DENIED, error_message=f"invalid ClusterRegistrationRequest: {err}")
         log.info("registration.answered", cluster_id=cluster_id, result=reply.result, error=reply.error_message)
+        REGISTRATIONS.labels(str(reply.result)).inc()
         return _encode(reply)
 
     def failed(self, request: tuple[str, bytes], failure: Failure) -> bytes:
         """Pending, so the agent asks again: the request may be recorded once the store is back."""
+        REGISTRATIONS.labels("failed").inc()
         return _encode(RegistrationReply(result=PENDING, error_message=failure.reason))
 
     async def register(self, wire: RegistrationRequest) -> RegistrationReply:

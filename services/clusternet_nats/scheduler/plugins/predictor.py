@@ -24,6 +24,7 @@ from clusternet_nats.api.predictor import PredictReply, PredictRequest
 from clusternet_nats.api.subjects import PREDICT
 from clusternet_nats.scheduler.framework.interfaces import FeedReplicas, Plugin
 from clusternet_nats.scheduler.framework.registry import PluginContext
+from clusternet_nats.store.tracecontext import request_span
 from nats.aio.client import Client as NATS
 from pydantic import ValidationError
 
@@ -55,7 +56,8 @@ class PredictorPlugin:
         request = PredictRequest(clusters=[c.namespaced_name() for c in clusters], feeds=feeds)
         subject = PREDICT.format()
         try:
-            msg = await self.nc.request(subject, request.to_json(), timeout=self.timeout)
+            with request_span("predictor.request", subject) as headers:
+                msg = await self.nc.request(subject, request.to_json(), timeout=self.timeout, headers=headers or None)
         except nats.errors.NoRespondersError:
             raise PredictorError(f"no predictor answers on {subject}: is clusternet-predictor running?") from None
         except nats.errors.TimeoutError:
