@@ -1,0 +1,127 @@
+"""Across real processes: with `OTEL_EXPORTER_OTLP_ENDPOINT` set, every service exports its spans
+over OTLP/HTTP, and the Subscription that `cnet apply` wrote is one trace from the hub through the
+scheduler and the deployer to the agent's applies, as a collector receives it.
+
+The collector is this test's own HTTP endpoint decoding the protobuf requests with OpenTelemetry's
+proto package, as a real collector would; the services are the processes users run (testing/system.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from clusternet_nats.cli.main import app
+from clusternet_nats.testing.system import System
+from clusternet_nats.testing.waiting import eventually
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from typer.testing import CliRunner
+
+pytestmark = pytest.mark.e2e
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "replication"
+SUBSCRIPTION_PATH = "/apis/apps.clusternet.io/v1alpha1/namespaces/default/subscriptions/app-demo"
+
+
+@dataclass(frozen=True)
+class Received:
+    service: str
+    trace_id: str
+    span_id: str
+    parent_id: str
+    name: str
+    attributes: dict[str, str]
+
+
+class Collector:
+    """Receives OTLP/HTTP trace exports at /v1/traces."""
+
+    def __init__(self) -> None:
+        self.spans: list[Received] = []
+
+    async def traces(self, request: web.Request) -> web.Response:
+        export = ExportTraceServiceRequest.FromString(await request.read())
+        for resource_spans in export.resource_spans:
+            resource = {a.key: a.value.string_value for a in resource_spans.resource.attributes}
+            for scope in resource_spans.scope_spans:
+                for span in scope.spans:
+                    self.spans.append(
+                        Received(
+                            service=resource.get("service.name", ""),
+                            trace_id=span.trace_id.hex(),
+                            span_id=span.span_id.hex(),
+                            parent_id=span.parent_span_id.hex(),
+                            name=span.name,
+                            attributes={
+                                a.key: a.value.string_value or str(a.value.int_value) for a in span.attributes
+                            },
+                        )
+                    )
+        body = ExportTraceServiceResponse().SerializeToString()
+        return web.Response(body=body, content_type="application/x-protobuf")
+
+
+@pytest.fixture
+async def collector() -> AsyncIterator[tuple[Collector, str]]:
+    received = Collector()
+    application = web.Application()
+    application.router.add_post("/v1/traces", received.traces)
+    runner = web.AppRunner(application, access_log=None)
+    await runner.setup()
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    await web.SockSite(runner, sock).start()
+    try:
+        yield received, f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        await runner.cleanup()
+
+
+async def test_cnet_apply_is_one_trace_through_every_process(
+    collector: tuple[Collector, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    received, endpoint = collector
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "200")  # export every 0.2 s, not 5 s
+    system = System(tmp_path / "system", sim_clusters=3)
+    await asyncio.to_thread(system.start, 90)
+    try:
+        args = ["--config", str(system.cnet_config), "apply", "-f", str(EXAMPLE)]
+        result = await asyncio.to_thread(lambda: CliRunner().invoke(app, args))
+        assert result.exit_code == 0, result.output
+
+        def subscription_trace() -> list[Received] | None:
+            puts = [
+                s
+                for s in received.spans
+                if s.service == "clusternet-hub" and s.name.startswith("PUT ")
+                and s.attributes.get("url.path") == SUBSCRIPTION_PATH
+            ]
+            if not puts:
+                return None
+            trace = [s for s in received.spans if s.trace_id == puts[0].trace_id]
+            applies = [s for s in trace if s.service == "clusternet-agent" and s.name == "agent.apply"]
+            return trace if len(applies) >= 2 else None  # both prod clusters
+
+        trace = await eventually(subscription_trace, 60, what="the Subscription's trace with both applies")
+    finally:
+        await asyncio.to_thread(system.stop)
+
+    services = {s.service for s in trace}
+    assert {"clusternet-hub", "clusternet-scheduler", "clusternet-deployer", "clusternet-agent"} <= services
+    by_id = {s.span_id: s for s in trace}
+    for apply in (s for s in trace if s.name == "agent.apply"):
+        chain = []
+        span = apply
+        while span.parent_id in by_id:
+            span = by_id[span.parent_id]
+            chain.append(span.service)
+        assert chain[-1] == "clusternet-hub" and "clusternet-deployer" in chain, chain
