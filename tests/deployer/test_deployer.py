@@ -253,16 +253,28 @@ async def test_subscription_is_rendered_per_cluster_aggregated_rebound_and_colle
     await eventually(unbound, timeout=20, what="cluster b's Base and Description deleted")
     assert await hub.get("Description", cluster_a.namespace, f"{base_name}-generic") is not None
 
-    # The Subscription is deleted: everything derived from it goes.
+    # The Subscription is deleted: its finalizer holds it while cluster a (which reported a
+    # status) has not pruned; its Description goes at once, its Base waits for the child.
     await hub.store("Subscription").delete(ns, "app")
+    description_a = object_key(cluster_a.namespace, f"{base_name}-generic")
+
+    async def pending() -> bool:
+        sub = await hub.get("Subscription", ns, "app")
+        held = sub is not None and sub.metadata.deletion_timestamp is not None
+        gone = await hub.get("Description", cluster_a.namespace, f"{base_name}-generic") is None
+        return held and gone and await hub.get("Base", cluster_a.namespace, base_name) is not None
+
+    await eventually(pending, timeout=20, what="the Subscription held while cluster a holds objects")
+    await statuses.delete(description_a)  # what the agent does once it has pruned
 
     async def collected() -> bool:
         leftovers = [
+            await hub.get("Subscription", ns, "app"),
             await hub.get("Base", cluster_a.namespace, base_name),
             await hub.get("Description", cluster_a.namespace, f"{base_name}-generic"),
             await sub_status.get(sub_key),
         ]
-        return leftovers == [None, None, None]
+        return leftovers == [None, None, None, None]
 
     await eventually(collected, timeout=20, what="Base, Description and status of the deleted Subscription")
 
@@ -334,6 +346,8 @@ async def test_missing_feed_blocks_with_a_warning_and_orphans_are_collected_at_s
 
         await eventually(failure_warned, timeout=20, what="UnSuccessfullyDeployed on the Subscription")
         await hub.store("Subscription").delete(ns, "app")
+        # The agent prunes and deletes its status (the Base waits for that): then all goes.
+        await StatusStore(hub.js, "descriptions-status", DescriptionStatus).delete(object_key(cluster.namespace, desc.name))
         await eventually(lambda: _is_none(hub.get("Base", cluster.namespace, base_name)), timeout=20, what="cleanup")
 
 

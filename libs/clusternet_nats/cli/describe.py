@@ -11,7 +11,10 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from clusternet_nats.api.labels import CLUSTER_NAME, SUBS_UID
+from clusternet_nats.api.paths import collection_path
 from clusternet_nats.api.printer_columns import age
+from clusternet_nats.api.registry import by_kind
 from clusternet_nats.cli.printers import render_table
 
 Object = dict[str, Any]
@@ -141,7 +144,34 @@ def placement(obj: Object) -> list[str]:
     return lines
 
 
-def describe(obj: Object, events: list[Object], now: datetime) -> str:
+def deleting_subscription(obj: Object) -> str | None:
+    """The uid of a Subscription being deleted (its children are still pruning), else None."""
+    meta = obj.get("metadata") or {}
+    if obj.get("kind") != "Subscription" or not meta.get("deletionTimestamp"):
+        return None
+    return str(meta.get("uid") or "") or None
+
+
+def bases_of(uid: str) -> tuple[str, str]:
+    """Where a Subscription's Bases are listed from: the path and the label selector."""
+    return collection_path(by_kind("Base")), f"{SUBS_UID}={uid}"
+
+
+def pending_deletion(bases: Iterable[Object]) -> list[str]:
+    """What a Subscription's deletion waits for: the clusters whose Base is still there, each
+    until the cluster has pruned the objects it was given (deployer/deletion.py)."""
+    clusters = sorted(
+        f"{(b.get('metadata') or {}).get('namespace', '')}/"
+        f"{((b.get('metadata') or {}).get('labels') or {}).get(CLUSTER_NAME, '')}"
+        for b in bases
+    )
+    if not clusters:
+        return ["Deletion:", f"{_INDENT}Pending in clusters: <none> (finishing)"]
+    return ["Deletion:", f"{_INDENT}Pending in clusters: {', '.join(clusters)}"]
+
+
+def describe(obj: Object, events: list[Object], now: datetime, bases: list[Object] | None = None) -> str:
+    """`bases`: a deleting Subscription's remaining Bases (see `pending_deletion`)."""
     meta = obj.get("metadata") or {}
     lines = [f"{'Name:':<14}{meta.get('name', '')}"]
     if meta.get("namespace"):
@@ -155,5 +185,7 @@ def describe(obj: Object, events: list[Object], now: datetime) -> str:
     lines += _mapping(body, 0)
     if obj.get("kind") == "Subscription":
         lines += placement(obj)
+    if bases is not None:
+        lines += pending_deletion(bases)
     lines.append(events_table(events, now))
     return "\n".join(lines)

@@ -28,6 +28,7 @@ from clusternet_nats.cli import waiting
 from clusternet_nats.cli.apply import Target, apply_one, delete_one, load_files
 from clusternet_nats.cli.client import HubClient, HubError, Object, ssl_context
 from clusternet_nats.cli.contexts import config_app
+from clusternet_nats.cli.describe import bases_of, deleting_subscription
 from clusternet_nats.cli.describe import describe as describe_text
 from clusternet_nats.cli.get import Fetched, Request, check_output, follow, render
 from clusternet_nats.cli.printers import to_json, to_yaml
@@ -283,12 +284,14 @@ def describe(
     info = _kind(kind)
     ns = _namespace(info, namespace)
 
-    async def fetch(client: HubClient) -> tuple[Object, list[Object]]:
+    async def fetch(client: HubClient) -> tuple[Object, list[Object], list[Object] | None]:
         obj, events = await asyncio.gather(client.get(object_path(info, ns, name)), client.events(info.kind, ns, name))
-        return obj, events
+        uid = deleting_subscription(obj)
+        bases = None if uid is None else (await client.list_at(*bases_of(uid))).get("items") or []
+        return obj, events, bases
 
-    obj, events = _run(ctx, fetch)
-    typer.echo(describe_text(obj, events, datetime.now(UTC)))
+    obj, events, bases = _run(ctx, fetch)
+    typer.echo(describe_text(obj, events, datetime.now(UTC), bases))
 
 
 @app.command()

@@ -41,3 +41,12 @@ class UndecodableError(StoreError):
     def __init__(self, bucket: str, key: str, revision: int, detail: str) -> None:
         super().__init__(f"the stored value of {bucket} {key!r} (revision {revision}) cannot be decoded: {detail}")
         self.bucket, self.key, self.revision = bucket, key, revision
+
+
+class InvalidError(StoreError):
+    """A write the API's rules refuse whatever the revision (e.g. a finalizer added to an object
+    being deleted); the message names the field, in kube-apiserver's words."""
+
+    def __init__(self, bucket: str, key: str, detail: str) -> None:
+        super().__init__(f"{bucket} {key!r} is invalid: {detail}")
+        self.bucket, self.key, self.detail = bucket, key, detail

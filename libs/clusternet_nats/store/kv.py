@@ -39,8 +39,9 @@ from typing import Generic, TypeVar
 import structlog
 from clusternet_nats.api.meta import KubeObject, utcnow
 from clusternet_nats.api.registry import KindInfo
+from clusternet_nats.domain.finalizers import added_while_deleting, held
 from clusternet_nats.store.domain import api_prefix
-from clusternet_nats.store.errors import AlreadyExistsError, ConflictError, UndecodableError
+from clusternet_nats.store.errors import AlreadyExistsError, ConflictError, InvalidError, UndecodableError
 from clusternet_nats.store.errors import NotFoundError as ObjectNotFoundError
 from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.store.keys import kv_stream, kv_subject_prefix, object_key
@@ -247,8 +248,10 @@ class StatusStore(Generic[T]):
 class ObjectStore(Generic[K]):
     """One kind's spec bucket: create, read, update and delete with Kubernetes semantics.
 
-    The server side of the API lives here (uid, creationTimestamp, generation), so that the hub,
-    the bridge and controllers that create objects all agree on them.
+    The server side of the API lives here (uid, creationTimestamp, generation, and finalizers:
+    a DELETE of an object with finalizers sets its deletionTimestamp, the update that drops the
+    last one removes it; domain/finalizers.py), so that the hub, the bridge and controllers that
+    write objects all agree on them.
     """
 
     def __init__(self, js: JetStreamContext, info: KindInfo, intake: IntakeClient | None = None) -> None:
@@ -310,6 +313,7 @@ class ObjectStore(Generic[K]):
         meta = obj.metadata
         meta.uid = meta.uid or str(uuid.uuid4())
         meta.creation_timestamp = meta.creation_timestamp or utcnow()
+        meta.deletion_timestamp = None
         meta.generation = 1
         revision = await self.bucket.create(self.key_of(obj), self.encode(obj))
         meta.resource_version = str(revision)
@@ -329,12 +333,19 @@ class ObjectStore(Generic[K]):
         meta = obj.metadata
         meta.uid = current.metadata.uid
         meta.creation_timestamp = current.metadata.creation_timestamp
+        meta.deletion_timestamp = current.metadata.deletion_timestamp
+        refused = added_while_deleting(current.metadata, meta)
+        if refused is not None:
+            raise InvalidError(self.info.plural, key, f"metadata.finalizers: Forbidden: {refused}")
         generation = current.metadata.generation or 1
         if _spec_of(obj) != _spec_of(current):
             generation += 1
         meta.generation = generation
         if self.encode(obj) == self.encode(current):
             return current
+        if meta.deletion_timestamp is not None and not held(meta):
+            await self.bucket.delete(key, expected)  # the last finalizer went: so does the object
+            return obj
         revision = await self.bucket.write(key, self.encode(obj), expected)
         meta.resource_version = str(revision)
         return obj
@@ -351,19 +362,38 @@ class ObjectStore(Generic[K]):
                     continue
             replacement = obj.model_copy(deep=True)
             replacement.metadata.resource_version = current.metadata.resource_version
+            if replacement.metadata.finalizers is None:  # not named: kept, as kubectl apply's patch keeps them
+                replacement.metadata.finalizers = current.metadata.finalizers
             try:
                 return await self.update(replacement, current)
             except ConflictError:
                 continue
 
     async def delete(self, namespace: str | None, name: str, resource_version: str | None = None) -> bool:
-        """Deletes; False when there was nothing to delete."""
+        """Deletes, or marks when finalizers hold it (`delete_object`); False when there was nothing."""
+        return await self.delete_object(namespace, name, resource_version) is not None
+
+    async def delete_object(
+        self, namespace: str | None, name: str, resource_version: str | None = None
+    ) -> K | None:
+        """Deletes (CAS on `resource_version`, else on the latest); None when there was nothing.
+        Returns the object as it was, or, when finalizers hold it, as it is now: marked with a
+        deletionTimestamp (already marked: unchanged), left for its finalizers' owners."""
         key = self.key(namespace, name)
         found = await self.bucket.get(key)
         if found is None:
-            return False
-        await self.bucket.delete(key, int(resource_version) if resource_version else found[1])
-        return True
+            return None
+        revision = int(resource_version) if resource_version else found[1]
+        obj = self.decode(found[0], found[1], key)
+        if not held(obj.metadata):
+            await self.bucket.delete(key, revision)
+            return obj
+        if obj.metadata.deletion_timestamp is not None:
+            return obj
+        marked = obj.model_copy(deep=True)
+        marked.metadata.deletion_timestamp = utcnow()
+        marked.metadata.resource_version = str(await self.bucket.write(key, self.encode(marked), revision))
+        return marked
 
 
 def _spec_of(obj: KubeObject) -> object:

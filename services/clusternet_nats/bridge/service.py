@@ -63,8 +63,10 @@ class Bridge:
         return reflector
 
     def wire(self) -> None:
-        parents = {model: self._wire_publisher(by_kind(model.KIND)) for model in PUBLISHED}
-        subscriptions = parents[Subscription]
+        publishers = {model: self._wire_publisher(by_kind(model.KIND)) for model in PUBLISHED}
+        subscriptions = publishers[Subscription].reflector
+        for publisher in publishers.values():
+            publisher.subscriptions = subscriptions
         self._wire_subscription_status(subscriptions)
         self._wire_feeds(subscriptions)
         for model in MIRRORED:
@@ -72,11 +74,13 @@ class Bridge:
         self.ctx.add_readiness_check(lambda: all(r.synced for r in self.reflectors))
         self.ctx.run_forever(self._close_on_stop)
 
-    def _wire_publisher(self, info: KindInfo) -> Reflector:
+    def _wire_publisher(self, info: KindInfo) -> SpecPublisher:
         parent = self.reflector(info)
         publisher = SpecPublisher(self.api, info, parent, ObjectStore(self.ctx.js, info))
-        parent.add_handler(self.ctx.queue(f"publish-{info.plural}", publisher.reconcile).add)
-        return parent
+        queue = self.ctx.queue(f"publish-{info.plural}", publisher.reconcile)
+        parent.add_handler(queue.add)
+        self._follow(info.bucket, queue)  # a deletion NATS held ends there: the parent's may end then
+        return publisher
 
     def _follow(self, bucket: str | None, queue: WorkQueue) -> None:
         """Enqueues the key of every change in a NATS bucket (its values are read elsewhere)."""

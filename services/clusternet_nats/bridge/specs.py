@@ -11,10 +11,16 @@ resourceVersion on the parent) publishes nothing.
 from __future__ import annotations
 
 import structlog
-from clusternet_nats.api import KindInfo, KubeObject, ObjectError
+from clusternet_nats.api import HelmChart, KindInfo, KubeObject, Manifest, ObjectError, Subscription, by_kind
 from clusternet_nats.api.events import Event, EventType, ObjectReference
 from clusternet_nats.api.paths import events_path, object_path
-from clusternet_nats.bridge.objects import FINALIZER, finalizers, is_deleting, metadata, to_model
+from clusternet_nats.bridge.objects import FINALIZER, finalizers, is_deleting, key_of, metadata, to_model
+from clusternet_nats.domain.finalizers import (
+    FEED_PROTECTION_ANNOTATION,
+    FEED_PROTECTION_FINALIZER,
+    subscriptions_using,
+    without_feed,
+)
 from clusternet_nats.kube.reflector import Reflector
 from clusternet_nats.kube.rest import Json, KubeApi
 from clusternet_nats.store import ObjectStore
@@ -25,11 +31,36 @@ MERGE_PATCH = "application/merge-patch+json"
 log = structlog.get_logger(__name__)
 
 
+async def remove_feed(api: KubeApi, subscriptions: Reflector | None, feed: Manifest | HelmChart) -> None:
+    """Takes `feed` out of every parent Subscription naming it, as the deployer does on NATS
+    (Clusternet's RemoveFeedFromSubscription): the parent is where the bridge publishes
+    Subscriptions from, so the change must be made there to last. A merge patch carrying the
+    resourceVersion read: a conflict is retried by the queue on fresh data."""
+    for key in subscriptions.keys() if subscriptions is not None else []:
+        obj = subscriptions.get(key) if subscriptions is not None else None
+        if obj is None or is_deleting(obj):
+            continue
+        try:
+            sub = to_model(obj)
+        except ObjectError:
+            continue
+        if not isinstance(sub, Subscription) or not subscriptions_using(feed, [sub]):
+            continue
+        feeds = [f.model_dump(by_alias=True, exclude_none=True) for f in without_feed(sub, feed).spec.feeds]
+        meta = metadata(obj)
+        path = object_path(by_kind(Subscription.KIND), meta.get("namespace"), str(meta["name"]))
+        patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "spec": {"feeds": feeds}}
+        await api.request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+        log.info("bridge.feed_removed", subscription=key, feed=feed.namespaced_name())
+
+
 class SpecPublisher:
     """Reconciles one kind: parent object -> NATS object, finalizer on the parent."""
 
     def __init__(self, api: KubeApi, info: KindInfo, reflector: Reflector, store: ObjectStore[KubeObject]) -> None:
         self.api, self.info, self.reflector, self.store = api, info, reflector, store
+        self.subscriptions: Reflector | None = None
+        """The parent's Subscriptions, from which a deleted feed is removed (set by the wiring)."""
         self._log = log.bind(kind=info.kind)
 
     async def reconcile(self, key: str) -> None:
@@ -39,7 +70,10 @@ class SpecPublisher:
         namespace, name = split_key(key, self.info.namespaced)
         if is_deleting(obj):
             if FINALIZER in finalizers(obj):
-                await self.store.delete(namespace or None, name)
+                held = await self.store.delete_object(namespace or None, name)
+                if held is not None and held.metadata.finalizers:
+                    await self._held(obj, held)
+                    return  # NATS's deletion comes back as a change of this key
                 await self._set_finalizers(obj, [f for f in finalizers(obj) if f != FINALIZER])
                 self._log.info("bridge.deleted", key=key)
             return
@@ -54,6 +88,20 @@ class SpecPublisher:
             await self._warn(obj, str(err))
             return
         await self.store.apply(model)
+
+    async def _held(self, obj: Json, held: KubeObject) -> None:
+        """NATS holds the object (its finalizers' owners have work left): the parent keeps it too,
+        with the feed-protection annotation copied so `kubectl get -o yaml` says why; a feed
+        that is not protected leaves the parent's Subscriptions (see `remove_feed`)."""
+        self._log.info("bridge.deletion_held", key=key_of(obj), finalizers=held.metadata.finalizers)
+        if isinstance(held, Manifest | HelmChart) and FEED_PROTECTION_FINALIZER not in (held.metadata.finalizers or []):
+            await remove_feed(self.api, self.subscriptions, held)
+        message = (held.metadata.annotations or {}).get(FEED_PROTECTION_ANNOTATION)
+        if message is not None and (metadata(obj).get("annotations") or {}).get(FEED_PROTECTION_ANNOTATION) != message:
+            meta = metadata(obj)
+            path = object_path(self.info, meta.get("namespace"), str(meta["name"]))
+            patch = {"metadata": {"annotations": {FEED_PROTECTION_ANNOTATION: message}}}
+            await self.api.request("PATCH", path, body=patch, content_type=MERGE_PATCH)
 
     async def _warn(self, obj: Json, message: str) -> None:
         """A Warning Event on the parent, so `kubectl describe` tells the user why nothing happens."""

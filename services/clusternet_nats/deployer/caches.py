@@ -29,6 +29,7 @@ from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.meta import Feed, KubeObject
 from clusternet_nats.api.registry import KindInfo
+from clusternet_nats.deployer.descriptions import GENERIC_SUFFIX, HELM_SUFFIX
 from clusternet_nats.domain.feeds import Selector, chart_feed, feed_selector, manifest_selectors
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import BINDINGS_BUCKET, Informer, object_key, split_key
@@ -163,4 +164,11 @@ class Caches:
         self.bases.add_handler(lambda key, obj: for_owners(self.bases_by_sub.update(key, obj)))
         self.descriptions.add_handler(lambda key, obj: for_owners(self.descriptions_by_sub.update(key, obj)))
         self.helm_releases.add_handler(lambda key, obj: for_owners(self.helm_releases_by_sub.update(key, obj)))
-        self.description_statuses.add_handler(lambda key, _status: for_owners(self.descriptions_by_sub.values_of(key)))
+        self.description_statuses.add_handler(lambda key, _status: for_owners(self._status_owners(key)))
+
+    def _status_owners(self, key: str) -> frozenset[str]:
+        """Whose Description a status is about; once the Description is gone (a child pruned it
+        and deleted its status), the owner of the Base it was made from."""
+        owners = self.descriptions_by_sub.values_of(key)
+        base = next((key.removesuffix(s) for s in (GENERIC_SUFFIX, HELM_SUFFIX) if key.endswith(s)), None)
+        return owners or (self.bases_by_sub.values_of(base) if base else frozenset())

@@ -29,6 +29,7 @@ from clusternet_nats.api.meta import Feed
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.deployer.bases import cluster_labels, desired_base
 from clusternet_nats.deployer.caches import Caches
+from clusternet_nats.deployer.deletion import SubscriptionDeletion
 from clusternet_nats.deployer.descriptions import (
     Target,
     cluster_replicas,
@@ -44,6 +45,7 @@ from clusternet_nats.deployer.warnings import Warnings
 from clusternet_nats.deployer.writes import Outcome, ensure, remove
 from clusternet_nats.domain.descriptions import SUCCESSFULLY_DEPLOYED, failed
 from clusternet_nats.domain.feeds import format_feed, is_chart_feed
+from clusternet_nats.domain.finalizers import is_deleting
 from clusternet_nats.domain.subscriptions import scheduled
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import ObjectStore, StatusStore, object_key
@@ -54,8 +56,9 @@ SUBSCRIPTION_STATUS_BUCKET = KindInfo.of(Subscription).status_bucket or ""
 
 
 class Deployer:
-    def __init__(self, ctx: ServiceContext, caches: Caches) -> None:
+    def __init__(self, ctx: ServiceContext, caches: Caches, feed_in_use_protection: bool = False) -> None:
         self.caches = caches
+        self.deletion = SubscriptionDeletion(ctx, caches, feed_in_use_protection)
         self.recorder = ctx.recorder
         self.warnings = Warnings(ctx.recorder)
         self.bases: ObjectStore[Base] = ObjectStore(ctx.js, KindInfo.of(Base))
@@ -71,6 +74,11 @@ class Deployer:
                 if await self.statuses.get(key) is not None:
                     await self.statuses.delete(key)
                 return
+            if is_deleting(sub):
+                await self.deletion.finalize(sub)
+                return
+            if await self.deletion.hold(sub):
+                return  # nothing is derived from it before its finalizer is there
             binding = self.caches.bindings.get(key)
             if binding is None or not scheduled(binding, sub):
                 log.debug("deployer.waiting_for_scheduler")
@@ -172,10 +180,13 @@ class Deployer:
                 chart = self.caches.chart_for(feed)
                 found = chart is not None
                 if chart is not None:
+                    await self.deletion.hold_feed(chart)
                     charts.append(chart)
             else:
                 objects = self.caches.manifests_for(feed)
                 found = bool(objects)
+                for manifest in objects:
+                    await self.deletion.hold_feed(manifest)
                 manifests.extend((feed, manifest) for manifest in objects)
             if not found:
                 message = f"Base {base.namespaced_name()} is using a nonexistent {format_feed(feed)}"

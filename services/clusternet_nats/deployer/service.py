@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from clusternet_nats.deployer.caches import Caches
+from clusternet_nats.deployer.deletion import FeedDeletion
 from clusternet_nats.deployer.gc import ORPHANS, OrphanSweep
 from clusternet_nats.deployer.pusher import Pusher
 from clusternet_nats.deployer.reconciler import Deployer
@@ -11,10 +12,11 @@ from clusternet_nats.runtime.service import ServiceContext
 WORKERS = 4
 
 
-async def build(ctx: ServiceContext) -> None:
+async def build(ctx: ServiceContext, feed_in_use_protection: bool = False) -> None:
     caches = Caches(ctx)
-    deployer = Deployer(ctx, caches)
+    deployer = Deployer(ctx, caches, feed_in_use_protection)
     orphans = OrphanSweep(ctx, caches)
+    FeedDeletion(ctx, caches)
     Pusher(ctx, caches)
 
     async def parked(key: str, err: BaseException) -> None:

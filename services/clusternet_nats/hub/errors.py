@@ -13,7 +13,7 @@ from typing import Any
 from aiohttp import web
 from clusternet_nats.api import KindInfo, ObjectError, ObjectErrors
 from clusternet_nats.store import AlreadyExistsError, ConflictError, NotFoundError
-from clusternet_nats.store.errors import UndecodableError
+from clusternet_nats.store.errors import InvalidError, UndecodableError
 
 
 class ApiError(Exception):
@@ -103,6 +103,10 @@ def store_errors(info: KindInfo, name: str) -> Iterator[None]:
         yield
     except AlreadyExistsError:
         raise already_exists(info, name) from None
+    except InvalidError as err:
+        raise ApiError(
+            422, "Invalid", f'{info.kind} "{name}" is invalid: {err.detail}', _object_details(info, name)
+        ) from None
     except ConflictError:
         raise conflict(info, name) from None
     except NotFoundError:

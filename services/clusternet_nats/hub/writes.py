@@ -16,6 +16,7 @@ from typing import Any
 
 import structlog
 from clusternet_nats.api import KindInfo, KubeObject
+from clusternet_nats.domain.finalizers import held
 from clusternet_nats.hub.deletion import DeleteOptions, orphan, wait_for_dependents
 from clusternet_nats.hub.errors import already_exists, bad_request, conflict, not_found, store_errors
 from clusternet_nats.hub.watch import spec_revision
@@ -73,6 +74,8 @@ class Writer:
                 raise conflict(info, obj.name)
         if current is not None and obj.metadata.managed_fields is None:  # kept, as kube-apiserver keeps them
             obj = _with_metadata(obj, managed_fields=current.metadata.managed_fields)
+        if current is not None and obj.metadata.finalizers is None:  # controllers' finalizers outlive a re-apply
+            obj = _with_metadata(obj, finalizers=current.metadata.finalizers)
         if dry_run:
             return Written(obj if current is not None else _as_new(obj), created=current is None)
         with store_errors(info, obj.name):
@@ -119,9 +122,13 @@ class Writer:
         if options.propagation == "Orphan":
             await orphan(self.views, info, obj)
         with store_errors(info, name):
-            deleted = await self.views.store(info).delete(namespace, name, obj.metadata.resource_version)
-        if not deleted:
+            deleted = await self.views.store(info).delete_object(namespace, name, obj.metadata.resource_version)
+        if deleted is None:
             raise not_found(info, name)
+        if held(deleted.metadata):  # kube-apiserver's answer: the object, marked, still there
+            finalizers = deleted.metadata.finalizers
+            log.info("delete.held", kind=info.kind, object=obj.namespaced_name(), finalizers=finalizers)
+            return await self.views.view(info, deleted)
         if options.propagation == "Foreground" and not await wait_for_dependents(self.views, info, obj):
             log.warning("delete.dependents_remain", kind=info.kind, object=obj.namespaced_name())
         return obj
