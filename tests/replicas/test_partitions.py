@@ -109,13 +109,28 @@ class Replica:
         await self.link.cut()
 
 
+class Group:
+    """The replicas a test starts (all stopped after it), with their shared record."""
+
+    def __init__(self, server: NatsServer, service: str) -> None:
+        self.server, self.service = server, service
+        self.record = Record()
+        self.members: list[Replica] = []
+
+    async def add(self, *names: str) -> list[Replica]:
+        """Starts replicas together, as processes started at once would."""
+        made = [Replica(name, self.service, self.server, self.record) for name in names]
+        self.members += made
+        await asyncio.gather(*(r.start() for r in made))
+        return made
+
+
 @pytest.fixture
-async def replicas(nats_server: NatsServer, js: object, unique_ns: str) -> AsyncIterator[tuple[list[Replica], Record]]:
-    """Replicas are appended by the test; all are stopped after it (`js` made the buckets)."""
-    made: list[Replica] = []
-    record = Record()
-    yield made, record
-    for replica in made:
+async def group(nats_server: NatsServer, js: JetStreamContext, unique_ns: str) -> AsyncIterator[Group]:
+    """`js` made the buckets; the service name is the test's own, so tests share no leases."""
+    made = Group(nats_server, unique_ns)
+    yield made
+    for replica in made.members:
         await replica.stop()
 
 
@@ -126,36 +141,26 @@ def add_everywhere(group: list[Replica]) -> None:
             replica.queue.add(key)
 
 
-async def test_one_replica_takes_every_partition_at_start(
-    replicas: tuple[list[Replica], Record], nats_server: NatsServer, unique_ns: str
-) -> None:
-    group, record = replicas
-    alone = Replica("alone", unique_ns, nats_server, record)
-    group.append(alone)
-    await alone.start()
+async def test_one_replica_takes_every_partition_at_start(group: Group) -> None:
+    [alone] = await group.add("alone")
     assert alone.owned == frozenset(range(PARTITIONS))  # no lease to wait for
-    await eventually(lambda: {h.key for h in record.handled} == set(KEYS), what="every key reconciled")
+    await eventually(lambda: {h.key for h in group.record.handled} == set(KEYS), what="every key reconciled")
 
 
-async def test_replicas_share_take_over_and_never_overlap(
-    replicas: tuple[list[Replica], Record], nats_server: NatsServer, unique_ns: str
-) -> None:
-    group, record = replicas
-    for name in ("a", "b", "c"):
-        group.append(Replica(name, unique_ns, nats_server, record))
-    await asyncio.gather(*(r.start() for r in group))
+async def test_replicas_share_take_over_and_never_overlap(group: Group) -> None:
+    replicas, record = await group.add("a", "b", "c"), group.record
     share = math.ceil(PARTITIONS / 3)
 
     def balanced() -> bool:
-        counts = [len(r.owned) for r in group]
+        counts = [len(r.owned) for r in replicas]
         return sum(counts) == PARTITIONS and all(0 < c <= share for c in counts)
 
     await eventually(balanced, timeout=20, what="16 partitions spread over 3 replicas")
-    assert not set.intersection(*(set(r.owned) for r in group))
+    assert not set.intersection(*(set(r.owned) for r in replicas))
 
-    victim, survivors = group[0], group[1:]
+    victim, survivors = replicas[0], replicas[1:]
     victim_partitions = set(victim.owned)
-    churn = asyncio.create_task(keep_changing(group))
+    churn = asyncio.create_task(keep_changing(replicas))
     try:
         await asyncio.sleep(0.3)  # let work run in all three before the cut
         await victim.link.cut()
@@ -191,19 +196,12 @@ async def keep_changing(group: list[Replica]) -> None:
         await asyncio.sleep(0.1)
 
 
-async def test_extras_are_released_to_a_newcomer(
-    replicas: tuple[list[Replica], Record], nats_server: NatsServer, unique_ns: str
-) -> None:
-    group, record = replicas
-    first = Replica("first", unique_ns, nats_server, record)
-    group.append(first)
-    await first.start()
+async def test_extras_are_released_to_a_newcomer(group: Group) -> None:
+    [first], record = await group.add("first"), group.record
     assert len(first.owned) == PARTITIONS
-    churn = asyncio.create_task(keep_changing(group))
+    churn = asyncio.create_task(keep_changing(group.members))
     try:
-        newcomer = Replica("newcomer", unique_ns, nats_server, record)
-        group.append(newcomer)
-        await newcomer.start()
+        [newcomer] = await group.add("newcomer")
         joined_at = time.monotonic()
         await eventually(
             lambda: len(first.owned) == len(newcomer.owned) == PARTITIONS // 2,
@@ -221,15 +219,11 @@ async def test_extras_are_released_to_a_newcomer(
 
 
 async def test_a_replica_stopping_cleanly_hands_over_its_leases(
-    replicas: tuple[list[Replica], Record], nats_server: NatsServer, js: JetStreamContext, unique_ns: str
+    group: Group, js: JetStreamContext, unique_ns: str
 ) -> None:
     """SIGTERM deletes the leaving replica's keys, so the other takes its partitions as free ones
     (at its next balance) instead of waiting a lease for a dead holder."""
-    group, record = replicas
-    leaving = Replica("leaving", unique_ns, nats_server, record)
-    staying = Replica("staying", unique_ns, nats_server, record)
-    group += [leaving, staying]
-    await asyncio.gather(leaving.start(), staying.start())
+    leaving, staying = await group.add("leaving", "staying")
     await eventually(lambda: len(staying.owned) == PARTITIONS // 2, timeout=20, what="shared")
     assert leaving.partitions is not None
     await leaving.partitions.stop()
@@ -238,4 +232,4 @@ async def test_a_replica_stopping_cleanly_hands_over_its_leases(
     left = [key for key, value, _ in entries if "leaving" in key or value.startswith(b"leaving/")]
     assert left == [], "the leaving replica left leases behind"
     await eventually(lambda: len(staying.owned) == PARTITIONS, timeout=20, what="all taken by the one staying")
-    assert record.overlaps() == []
+    assert group.record.overlaps() == []

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import nats
 import pytest
 from clusternet_nats.api.subjects import LEASES_BUCKET
@@ -28,6 +27,7 @@ from clusternet_nats.testing.waiting import eventually
 from nats.js.api import DeliverPolicy
 
 from ..e2e.conftest import APPS, HubClient, cnet, owned_by
+from ..e2e.conftest import hub as hub  # the admin session on this module's system
 from ..natscluster.test_rollout import write_app
 
 CLUSTERS = 12
@@ -43,13 +43,6 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
     yield sut
     codes = sut.stop()
     assert all(code in (0, None) for code in codes.values()), f"services must exit 0 on SIGTERM: {codes}"
-
-
-@pytest.fixture
-async def hub(system: System) -> AsyncIterator[HubClient]:
-    connector = aiohttp.TCPConnector(ssl=system.hub_ssl_context())
-    async with aiohttp.ClientSession(headers=system.hub_headers(), connector=connector) as session:
-        yield HubClient(session, system.hub_url)
 
 
 class Writes:

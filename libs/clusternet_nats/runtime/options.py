@@ -91,43 +91,39 @@ _COMMON: list[inspect.Parameter] = [
     ),
 ]
 
+def _flag(name: str, default: Any, kind: Any, flag: str, env: str, help_: str) -> inspect.Parameter:
+    return inspect.Parameter(
+        name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=default,
+        annotation=Annotated[kind, typer.Option(flag, envvar=env, help=help_)],
+    )
+
+
 _REPLICA: list[inspect.Parameter] = [
-    inspect.Parameter(
+    _flag(
         "replica_id",
-        inspect.Parameter.KEYWORD_ONLY,
-        default=None,
-        annotation=Annotated[
-            str | None,
-            typer.Option(
-                "--replica-id",
-                envvar="CNET_REPLICA_ID",
-                help="This replica's id, unique among the service's replicas (default: host name + random).",
-            ),
-        ],
+        None,
+        str | None,
+        "--replica-id",
+        "CNET_REPLICA_ID",
+        "This replica's id, unique among the service's replicas (default: host name + random).",
     ),
-    inspect.Parameter(
+    _flag(
         "partitions",
-        inspect.Parameter.KEYWORD_ONLY,
-        default=DEFAULT_PARTITIONS,
-        annotation=Annotated[
-            int,
-            typer.Option(
-                "--partitions", envvar="CNET_PARTITIONS", help="Partitions the replicas share keys by (same in each)."
-            ),
-        ],
+        DEFAULT_PARTITIONS,
+        int,
+        "--partitions",
+        "CNET_PARTITIONS",
+        "Partitions the replicas share keys by (same in each).",
     ),
-    inspect.Parameter(
+    _flag(
         "lease_duration",
-        inspect.Parameter.KEYWORD_ONLY,
-        default=DEFAULT_LEASE_DURATION,
-        annotation=Annotated[
-            float,
-            typer.Option(
-                "--lease-duration",
-                envvar="CNET_LEASE_DURATION",
-                help="Seconds after which a silent replica's partitions are taken over.",
-            ),
-        ],
+        DEFAULT_LEASE_DURATION,
+        float,
+        "--lease-duration",
+        "CNET_LEASE_DURATION",
+        "Seconds after which a silent replica's partitions are taken over.",
     ),
 ]
 

@@ -130,7 +130,7 @@ class Partitions:
         self._owned: dict[int, int] = {}
         """Partitions held, with the revision of our write of their key."""
         self._queues: list[WorkQueue] = []
-        self._tasks: list[asyncio.Task[None]] = []
+        self._task: asyncio.Future[tuple[None, None]] | None = None
         self._log = log.bind(service=service, replica=options.replica_id)
 
     # -- what the queues ask ---------------------------------------------------------------
@@ -158,19 +158,16 @@ class Partitions:
         await self.leases.wait_synced()
         await self._renew()
         await self._balance()
-        self._tasks = [
-            asyncio.create_task(self._every(self._renew_and_check), name=f"partitions-renew:{self.service}"),
-            asyncio.create_task(self._every(self._balance), name=f"partitions-balance:{self.service}"),
-        ]
+        loops = asyncio.gather(self._every(self._renew_and_check), self._every(self._balance))
+        self._task = asyncio.ensure_future(loops)
 
     async def stop(self) -> None:
         """Hands everything back: running reconciles finish (bounded), then the keys are deleted."""
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
+        if self._task is not None:
+            self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks.clear()
+                await self._task
+            self._task = None
         held = dict(self._owned)
         self._owned.clear()
         await self._let_go(self.options.renew_deadline)
