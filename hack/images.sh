@@ -55,6 +55,7 @@ apt_install() {
 ensure_engine() {
     command -v docker >/dev/null || apt_install docker.io
     docker info >/dev/null 2>&1 && return
+    [[ -z ${DOCKER_HOST:-} ]] || cannot "the engine at DOCKER_HOST=$DOCKER_HOST does not answer"
     [[ $(id -u) == 0 ]] || cannot "the engine does not answer and only root may start dockerd"
     command -v dockerd >/dev/null || apt_install docker.io
     local log=$IMAGES_DIR/dockerd.log

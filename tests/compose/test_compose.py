@@ -63,7 +63,7 @@ class Compose:
 def compose(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compose]:
     images = subprocess.run(["bash", str(IMAGES_SCRIPT)], capture_output=True, text=True, check=False)
     if images.returncode == NO_ENGINE:
-        pytest.skip(images.stderr.strip().splitlines()[-1])
+        pytest.skip((images.stderr.strip().splitlines() or ["hack/images.sh: no Docker engine here"])[-1])
     assert images.returncode == 0, f"hack/images.sh failed:\n{images.stderr}"
     hub_port = free_port()
     env = {**os.environ, "CNET_HUB_PORT": str(hub_port), "CNET_NATS_PORT": str(free_port())}
