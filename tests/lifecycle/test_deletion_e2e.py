@@ -65,9 +65,10 @@ async def manifest_of(hub: HubClient, name: str) -> dict[str, Any] | None:
     return found[0] if found else None
 
 
-async def delete(hub: HubClient, path: str) -> tuple[int, dict[str, Any]]:
+async def delete(hub: HubClient, path: str) -> tuple[int, dict[str, Any], str | None]:
+    """The answer's code, body and `Warning` header (what kubectl prints)."""
     async with hub.session.delete(hub.url + path) as resp:
-        return resp.status, await resp.json()
+        return resp.status, await resp.json(), resp.headers.get("Warning")
 
 
 async def bases_of(hub: HubClient, sub: str) -> list[str]:
@@ -85,8 +86,8 @@ async def test_a_deleted_feed_leaves_its_subscriptions_and_every_child(
     assert FINALIZER in manifest["metadata"]["finalizers"]  # put there by the deployer when it rendered it
     assert PROTECTION not in manifest["metadata"]["finalizers"]  # the gate is off by default
 
-    status, _ = await delete(hub, "/api/v1/namespaces/lc-feeds/configmaps/drop")  # kubectl delete cm drop
-    assert status == 200
+    status, _, warning = await delete(hub, "/api/v1/namespaces/lc-feeds/configmaps/drop")  # kubectl delete cm drop
+    assert status == 200 and warning is None
 
     async def left_subscription() -> bool:
         sub = await hub.get(f"{APPS}/namespaces/default/subscriptions/lc-feeds")
@@ -108,7 +109,7 @@ async def test_subscription_deletion_waits_for_a_cut_off_child_across_a_deployer
     assert sub["metadata"]["finalizers"] == [FINALIZER]
 
     system.services["far"].stop()  # far-1 is cut off: its objects stay where they are
-    status, body = await delete(hub, sub_path)
+    status, body, _ = await delete(hub, sub_path)
     assert status == 200 and body["metadata"]["deletionTimestamp"]  # held, as kube-apiserver holds it
     await everywhere(system, "lc-wait", set(), ("sim-1", "sim-2"))
     await eventually(lambda: _equal(bases_of(hub, "lc-wait"), ["far-1"]), 30, what="only far-1's Base left")
@@ -138,18 +139,21 @@ async def test_feed_in_use_protection_holds_a_feed_until_no_subscription_uses_it
     manifest = await eventually(lambda: _protected(hub, "guarded"), 30, what="the feed-protection finalizer")
 
     path = f"{APPS}/namespaces/{RESERVED}/manifests/{manifest['metadata']['name']}"
-    status, body = await delete(hub, path)
+    status, body, warning = await delete(hub, path)
     assert status == 200 and body["metadata"]["deletionTimestamp"]
+    in_use = (
+        "block deleting current ConfigMap until all Subscriptions (including default/lc-guard) "
+        "that refer this as a feed get deleted"
+    )
+    assert warning == f'299 - "{in_use}"'  # kubectl prints it as "Warning: ..."
+    status, _, warning = await delete(hub, "/api/v1/namespaces/lc-guard/configmaps/guarded")  # again, by the shadow
+    assert status == 200 and warning == f'299 - "{in_use}"'
 
     async def blocked() -> str | None:
         current = await hub.get(path)
         return ((current or {}).get("metadata", {}).get("annotations") or {}).get(PROTECTION)
 
-    message = await eventually(blocked, 30, what="the feed-protection annotation")
-    assert message == (
-        "block deleting current ConfigMap until all Subscriptions (including default/lc-guard) "
-        "that refer this as a feed get deleted"
-    )
+    assert await eventually(blocked, 30, what="the feed-protection annotation") == in_use
     events = cnet(system, "describe", "manifest", manifest["metadata"]["name"], "-n", RESERVED)
     assert "FeedInUse" in events.stdout, events.stdout
     await holds(lambda: _all_hold(system, "lc-guard", "guarded"), 3, what="the children keep the protected feed")

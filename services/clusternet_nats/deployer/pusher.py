@@ -95,6 +95,9 @@ class Pusher:
             return
         keep = self._descriptions_in(cluster.namespace)
         await self._push(cluster, PRUNE, PruneRequest(keep=keep))
+        for key in set(await self.statuses.bucket.keys(f"{cluster.namespace}.>")) - set(keep):
+            await self.statuses.delete(key)  # pruned: a deletion waiting for this cluster may end
+            self.outcomes.forget(key)
         for key in keep:
             self.queue.add(key)
 

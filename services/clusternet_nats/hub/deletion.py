@@ -3,12 +3,16 @@ propagationPolicy means for the objects the deployer derives from a Subscription
 Descriptions, labelled with the Subscription's uid; the deployer's sweep deletes those whose
 Subscription is gone):
 
-* Background (the default, as for custom resources): the Subscription goes at once; its Bases and
-  Descriptions are removed afterwards by the deployer's sweep.
+* Background (the default, as for custom resources): the DELETE answers at once; its Bases and
+  Descriptions are removed by the deployer.
 * Foreground: the same, and the answer waits (up to FOREGROUND_SECONDS) until the deployer has
-  removed them, so a client sees the deletion complete. kube-apiserver instead keeps the object,
-  with a deletionTimestamp, until its dependents are gone; here the object goes first, so that no
-  finalizer can leave a Subscription stuck when no deployer runs.
+  removed them, so a client sees the deletion complete.
+An object with finalizers is not removed by a DELETE but marked (deletionTimestamp; store/kv.py,
+kube-apiserver's rule) and the answer is 200 with the marked object: a Subscription the deployer
+has seen carries `apps.clusternet.io/finalizer` and stays until every child has pruned its
+objects; a feed in use carries it too, and with FeedInUseProtection `apps.clusternet.io/feed-protection`,
+which holds it while Subscriptions use it: the answer then carries a `Warning` header naming
+them in Clusternet's words (what kubectl prints), as admission warnings do.
 * Orphan: before the Subscription goes, its uid label and owner reference are taken off its
   Bases and Descriptions, so the sweep leaves them where they are (Kubernetes' orphaning).
 Kinds other than Subscription have no dependents: all three delete just the object.
@@ -24,8 +28,9 @@ from dataclasses import dataclass
 
 import structlog
 from aiohttp import web
-from clusternet_nats.api import KindInfo, KubeObject, by_kind
+from clusternet_nats.api import HelmChart, KindInfo, KubeObject, Manifest, Subscription, by_kind
 from clusternet_nats.api.labels import SUBS_UID
+from clusternet_nats.domain.finalizers import FEED_PROTECTION_FINALIZER, in_use_message, subscriptions_using
 from clusternet_nats.hub.bodies import decode, dry_run
 from clusternet_nats.hub.errors import ApiError, bad_request, resource
 from clusternet_nats.hub.watch import spec_revision
@@ -102,6 +107,22 @@ def _text(preconditions: dict[str, object], key: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise bad_request("must be a string", f"preconditions.{key}")
     return value
+
+
+async def in_use_warning(views: ObjectViews, obj: KubeObject) -> str | None:
+    """The `Warning` header value for a feed whose deletion feed protection holds, else None."""
+    finalizers = obj.metadata.finalizers or []
+    if not isinstance(obj, Manifest | HelmChart) or FEED_PROTECTION_FINALIZER not in finalizers:
+        return None
+    subscriptions = await views.store(by_kind(Subscription.KIND)).list()
+    users = subscriptions_using(obj, (sub for sub in subscriptions if isinstance(sub, Subscription)))
+    return None if not users else warning_header(in_use_message(obj, users))
+
+
+def warning_header(message: str) -> str:
+    """RFC 7234 warn-code 299 with agent "-", as kube-apiserver sends warnings (quotes escaped)."""
+    escaped = message.replace("\\", "\\\\").replace('"', '\\"')
+    return f'299 - "{escaped}"'
 
 
 async def _dependents(views: ObjectViews, kinds: tuple[str, ...], uid: str) -> list[tuple[KindInfo, KubeObject]]:

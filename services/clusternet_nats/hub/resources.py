@@ -23,7 +23,7 @@ from aiohttp import web
 from clusternet_nats.api import KindInfo, KubeObject, all_kinds
 from clusternet_nats.hub.apply import server_side_apply
 from clusternet_nats.hub.bodies import agree_with_path, dry_run, parse, read_body
-from clusternet_nats.hub.deletion import delete_options
+from clusternet_nats.hub.deletion import delete_options, in_use_warning
 from clusternet_nats.hub.errors import ApiError, bad_request, no_such_path, not_found
 from clusternet_nats.hub.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, apply_patch, unsupported
 from clusternet_nats.hub.selectors import object_selector
@@ -236,7 +236,10 @@ class Resources:
             obj = await self.writer.delete(info, namespace, request.match_info["name"], options)
         except UndecodableError as err:
             return web.json_response(await self.writer.delete_undecodable(info, err, options))
-        return object_response(obj)
+        response = object_response(obj)
+        if (warning := await in_use_warning(self.views, obj)) is not None:
+            response.headers["Warning"] = warning
+        return response
 
     async def get_status(self, request: web.Request) -> web.Response:
         info, namespace = self._status_kind(request)

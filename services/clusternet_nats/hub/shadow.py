@@ -44,7 +44,7 @@ from clusternet_nats.domain.patches import strategic_merge
 from clusternet_nats.hub.apply import merge
 from clusternet_nats.hub.auth.gate import authorize_as, authorizes_itself
 from clusternet_nats.hub.bodies import decode, dry_run, parse, read_body
-from clusternet_nats.hub.deletion import delete_options
+from clusternet_nats.hub.deletion import delete_options, in_use_warning
 from clusternet_nats.hub.errors import ApiError, bad_request, no_such_path
 from clusternet_nats.hub.patch import (
     APPLY_PATCH,
@@ -192,8 +192,9 @@ class Shadow:
     async def delete(self, request: web.Request) -> web.Response:
         """Deletes the Manifest that holds the object, so it is withdrawn from every cluster."""
         manifest = await self._manifest(request)
-        await self.writer.delete(MANIFESTS, RESERVED_NAMESPACE, manifest.name, await delete_options(request))
-        return web.json_response(template(manifest))
+        deleted = await self.writer.delete(MANIFESTS, RESERVED_NAMESPACE, manifest.name, await delete_options(request))
+        warning = await in_use_warning(self.writer.views, deleted)
+        return web.json_response(template(manifest), headers={"Warning": warning} if warning else None)
 
     async def _manifest(self, request: web.Request) -> KubeObject:
         resource = await self._resource(request)
