@@ -220,6 +220,8 @@ class Resources:
             pinned = named is not None and named != current.metadata.resource_version
             obj = parse(agree_with_path(patched, info, namespace, name))
             obj.metadata.resource_version = spec_revision(str(named)) if pinned else current.metadata.resource_version
+            if current.metadata.finalizers and obj.metadata.finalizers is None:
+                obj.metadata.finalizers = []  # the patch removed them (`finalizers: null`): not "not named"
             try:
                 if status:
                     return object_response(await self.writer.replace_status(info, obj, dry_run(request)))
