@@ -1,6 +1,7 @@
-"""Across real processes: with `OTEL_EXPORTER_OTLP_ENDPOINT` set, every service exports its spans
-over OTLP/HTTP, and the Subscription that `cnet apply` wrote is one trace from the hub through the
-scheduler and the deployer to the agent's applies, as a collector receives it.
+"""Across real processes: with `OTEL_EXPORTER_OTLP_ENDPOINT` set, `cnet` and every service export
+their spans over OTLP/HTTP, and one `cnet apply` is one trace, as a collector receives it: the
+command's span, the hub's request for each object, the scheduler's and the deployer's reconciles
+and each prod cluster's apply in the agent.
 
 The collector is this test's own HTTP endpoint decoding the protobuf requests with OpenTelemetry's
 proto package, as a real collector would; the services are the processes users run (testing/system.py).
@@ -9,21 +10,22 @@ proto package, as a real collector would; the services are the processes users r
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from aiohttp import web
-from clusternet_nats.cli.main import app
 from clusternet_nats.testing.system import System
 from clusternet_nats.testing.waiting import eventually
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from typer.testing import CliRunner
 
 pytestmark = pytest.mark.e2e
 
@@ -85,7 +87,7 @@ async def collector() -> AsyncIterator[tuple[Collector, str]]:
         await runner.cleanup()
 
 
-async def test_cnet_apply_is_one_trace_through_every_process(
+async def test_one_cnet_apply_is_one_trace_through_every_process(
     collector: tuple[Collector, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     received, endpoint = collector
@@ -94,29 +96,28 @@ async def test_cnet_apply_is_one_trace_through_every_process(
     system = System(tmp_path / "system", sim_clusters=3)
     await asyncio.to_thread(system.start, 90)
     try:
-        args = ["--config", str(system.cnet_config), "apply", "-f", str(EXAMPLE)]
-        result = await asyncio.to_thread(lambda: CliRunner().invoke(app, args))
-        assert result.exit_code == 0, result.output
+        command = [sys.executable, "-m", "clusternet_nats.cli.main", "--config", str(system.cnet_config)]
+        result = await asyncio.to_thread(
+            subprocess.run, [*command, "apply", "-f", str(EXAMPLE)], capture_output=True, text=True, env=os.environ
+        )
+        assert result.returncode == 0, result.stderr
 
-        def subscription_trace() -> list[Received] | None:
-            puts = [
-                s
-                for s in received.spans
-                if s.service == "clusternet-hub" and s.name.startswith("PUT ")
-                and s.attributes.get("url.path") == SUBSCRIPTION_PATH
-            ]
-            if not puts:
+        def apply_trace() -> list[Received] | None:
+            roots = [s for s in received.spans if s.service == "cnet" and s.name == "cnet apply"]
+            if not roots:
                 return None
-            trace = [s for s in received.spans if s.trace_id == puts[0].trace_id]
+            trace = [s for s in received.spans if s.trace_id == roots[0].trace_id]
             applies = [s for s in trace if s.service == "clusternet-agent" and s.name == "agent.apply"]
             return trace if len(applies) >= 2 else None  # both prod clusters
 
-        trace = await eventually(subscription_trace, 60, what="the Subscription's trace with both applies")
+        trace = await eventually(apply_trace, 60, what="cnet apply's trace with both clusters' applies")
     finally:
         await asyncio.to_thread(system.stop)
 
     services = {s.service for s in trace}
-    assert {"clusternet-hub", "clusternet-scheduler", "clusternet-deployer", "clusternet-agent"} <= services
+    assert {"cnet", "clusternet-hub", "clusternet-scheduler", "clusternet-deployer", "clusternet-agent"} <= services
+    puts = {s.attributes.get("url.path") for s in trace if s.service == "clusternet-hub" and s.name.startswith("PUT ")}
+    assert SUBSCRIPTION_PATH in puts and len(puts) >= 2, f"every object's PUT is in the one trace: {puts}"
     by_id = {s.span_id: s for s in trace}
     for apply in (s for s in trace if s.name == "agent.apply"):
         chain = []
@@ -124,4 +125,4 @@ async def test_cnet_apply_is_one_trace_through_every_process(
         while span.parent_id in by_id:
             span = by_id[span.parent_id]
             chain.append(span.service)
-        assert chain[-1] == "clusternet-hub" and "clusternet-deployer" in chain, chain
+        assert chain[-1] == "cnet" and "clusternet-hub" in chain and "clusternet-deployer" in chain, chain

@@ -16,6 +16,7 @@ import aiohttp
 from clusternet_nats.api import KindInfo
 from clusternet_nats.api.paths import collection_path, events_path
 from clusternet_nats.cli.config import ClientSettings, ConfigError, ca_data_pem
+from clusternet_nats.store.tracecontext import inject
 
 TIMEOUT = aiohttp.ClientTimeout(total=60, connect=10)
 
@@ -90,7 +91,9 @@ class HubClient:
     ) -> tuple[int, Object]:
         """(HTTP status, JSON body) of a successful request; raises HubError otherwise."""
         try:
-            async with self.session.request(method, self.server + path, json=body, params=params) as resp:
+            async with self.session.request(
+                method, self.server + path, json=body, params=params, headers=inject({})
+            ) as resp:
                 text = await resp.text()
                 data = _json(resp, text)
                 if resp.status >= 400:
@@ -147,7 +150,7 @@ class HubClient:
             params["fieldSelector"] = field_selector
         timeout = aiohttp.ClientTimeout(total=None, connect=10)
         try:
-            async with self.session.get(self.server + path, params=params, timeout=timeout) as resp:
+            async with self.session.get(self.server + path, params=params, timeout=timeout, headers=inject({})) as resp:
                 if resp.status >= 400:
                     raise HubError.from_status(resp.status, _json(resp, await resp.text()))
                 async for line in resp.content:

@@ -35,6 +35,9 @@ from clusternet_nats.cli.printers import to_json, to_yaml
 from clusternet_nats.cli.resources import Resolver
 from clusternet_nats.cli.templates import TemplateError
 from clusternet_nats.cli.waiting import SUBSCRIPTION_NAMES, duration_option
+from clusternet_nats.runtime.tracing import TracingConfigError, configure_tracing
+from clusternet_nats.store.tracecontext import span
+from opentelemetry.trace import SpanKind
 from rich.console import Console
 from rich.text import Text
 
@@ -137,7 +140,8 @@ def _run(ctx: typer.Context, work: Callable[[HubClient], Awaitable[T]]) -> T:
 
     try:
         tls = ssl_context(settings)  # reads certificate files: before the loop, not on it
-        return asyncio.run(main())
+        with span(ctx.command_path, kind=SpanKind.CLIENT):  # the root of the trace its requests start
+            return asyncio.run(main())
     except HubError as err:
         _fail(str(err))
     except KeyboardInterrupt:  # Ctrl-C ends `get -w` and `wait` as it ends kubectl's
@@ -525,7 +529,16 @@ def hoist_global_options(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
-    app(args=hoist_global_options(sys.argv[1:]), prog_name="cnet")
+    try:
+        tracing = configure_tracing("cnet")  # with OTEL_EXPORTER_OTLP_ENDPOINT set: a command is one trace
+    except TracingConfigError as err:
+        _error(f"error: {err}")
+        raise SystemExit(1) from None
+    try:
+        app(args=hoist_global_options(sys.argv[1:]), prog_name="cnet")
+    finally:
+        if tracing is not None:
+            tracing.shutdown()
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from clusternet_nats.runtime.health import serve_health
 from clusternet_nats.runtime.logging import configure_logging
 from clusternet_nats.runtime.metrics import RECONCILE_DURATION, Metrics
 from clusternet_nats.runtime.partitions import Partitions, ReplicaOptions
-from clusternet_nats.runtime.tracing import configure_tracing
+from clusternet_nats.runtime.tracing import TracingConfigError, configure_tracing
 from clusternet_nats.store import EventRecorder, Informer, ObjectStore, StatusStore, WorkQueue, ensure_buckets
 from clusternet_nats.store.buckets import StoreLayout
 from clusternet_nats.store.intake import IntakeClient
@@ -246,7 +246,11 @@ async def serve(
 def run(name: str, options: CommonOptions, build: Builder) -> None:
     """Process entry point: logging, tracing, signals, serve."""
     configure_logging(options.log_level, service=name)
-    tracing = configure_tracing(name)
+    try:
+        tracing = configure_tracing(name)
+    except TracingConfigError as err:
+        log.error("service.tracing_misconfigured", service=name, error=str(err))
+        raise SystemExit(2) from None
 
     async def main() -> None:
         stop = asyncio.Event()
