@@ -281,3 +281,55 @@ async def test_a_protobuf_body_is_415(cluster: SimCluster) -> None:
     )
     assert status == 415 and refused["reason"] == "UnsupportedMediaType"
     assert refused["message"].endswith("accepted media types include: application/json")
+
+
+async def test_generate_name_dry_run_and_namespace_cascade(cluster: SimCluster) -> None:
+    body = {"metadata": {"generateName": "cfg-", "namespace": "apps"}, "data": {"k": "v"}}
+    status, created = await call(cluster, "POST", "/api/v1/namespaces/apps/configmaps", body=body)
+    name = created["metadata"]["name"]
+    assert status == 201 and name.startswith("cfg-") and len(name) == len("cfg-") + 5
+    assert created["apiVersion"] == "v1" and created["kind"] == "ConfigMap", "defaulted from the URL"
+    status, dry = await call(cluster, "POST", DEPLOYS, "dryRun=All", body=deployment("ghost"))
+    assert status == 201 and dry["metadata"]["name"] == "ghost"
+    assert cluster.objects.get(ObjectRef("apps/v1", "Deployment", "apps", "ghost")) is None, "dry run stores nothing"
+    status, wrong = await call(cluster, "POST", DEPLOYS, body=deployment("web") | {"apiVersion": "apps/v1beta1"})
+    assert status == 400 and "does not match the expected API version (apps/v1)" in wrong["message"]
+    elsewhere = deployment("web")
+    elsewhere["metadata"]["namespace"] = "default"
+    status, moved = await call(cluster, "POST", DEPLOYS, body=elsewhere)
+    assert status == 400 and "does not match the namespace sent on the request" in moved["message"]
+    status, _ = await call(cluster, "DELETE", "/api/v1/namespaces/apps")
+    assert status == 200
+    assert cluster.objects.get(ObjectRef("v1", "ConfigMap", "apps", name)) is None, "the namespace took its objects"
+    status, gone = await call(cluster, "GET", f"/api/v1/namespaces/apps/configmaps/{name}")
+    assert status == 404 and gone["message"] == f'configmaps "{name}" not found'
+
+
+async def test_a_watch_ends_at_its_timeout_and_bookmarks_when_asked(
+    cluster: SimCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sim_apiserver, "BOOKMARK_EVERY", 0.05)
+    revision = cluster.objects.revision
+    query = f"watch=1&resourceVersion={revision}&allowWatchBookmarks=true&timeoutSeconds=1"
+    response = await send(cluster, "GET", DEPLOYS, query)
+    lines = [json.loads(line) for chunk in [c async for c in response.body] for line in chunk.splitlines()]
+    assert lines and {e["type"] for e in lines} == {"BOOKMARK"}, "nothing changed: bookmarks only, then the end"
+    assert lines[0]["object"]["metadata"]["resourceVersion"] == str(revision)
+    assert lines[0]["object"]["kind"] == "Deployment"
+    status, bad = await call(cluster, "GET", DEPLOYS, "watch=1&resourceVersion=abc")
+    assert status == 400 and "resourceVersion" in bad["message"]
+
+
+async def test_methods_and_paths_kube_apiserver_refuses(cluster: SimCluster) -> None:
+    status, body = await call(cluster, "DELETE", DEPLOYS)
+    assert (status, body["reason"]) == (405, "MethodNotAllowed")
+    status, body = await call(cluster, "POST", "/apis/apps/v1/deployments", body=deployment("x"))
+    assert status == 405, "a namespaced kind is created in its namespace's collection"
+    status, body = await call(cluster, "GET", "/api/v1/namespaces/apps/nodes")
+    assert status == 404, "nodes are not namespaced"
+    status, body = await call(cluster, "GET", DEPLOYS, "continue=%%%")
+    assert status == 400 and "continue" in body["message"]
+    status, body = await call(cluster, "PUT", f"{DEPLOYS}/absent", body=deployment("absent"))
+    assert status == 404 and body["message"] == 'deployments.apps "absent" not found'
+    status, body = await call(cluster, "PUT", f"{DEPLOYS}/other", body=deployment("web"))
+    assert status == 404, "PUT never creates"
