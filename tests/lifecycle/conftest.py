@@ -12,6 +12,7 @@ from clusternet_nats.testing.system import System
 
 from ..bridge.conftest import parent  # noqa: F401 - the session's parent apiserver, for the bridge tests
 from ..e2e.conftest import HubClient
+from ..hub.conftest import http, served_hub  # noqa: F401 - an in-process hub and an admin session to it
 
 
 @pytest.fixture(scope="module")

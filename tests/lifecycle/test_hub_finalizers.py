@@ -6,29 +6,13 @@ finalizers keeps those the controllers put."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
-import pytest
-from clusternet_nats.hub.testing import ServedHub, running_hub
-from clusternet_nats.testing.natsserver import NatsServer
 
 from ..hub.objects import subs_path, subscription
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
-
-
-@pytest.fixture(scope="module")
-async def served_hub(nats_server: NatsServer) -> AsyncIterator[ServedHub]:
-    async with running_hub(nats_server.url) as hub:
-        yield hub
-
-
-@pytest.fixture
-async def http(served_hub: ServedHub) -> AsyncIterator[aiohttp.ClientSession]:
-    async with served_hub.session() as session:
-        yield session
 
 
 async def call(http: aiohttp.ClientSession, method: str, path: str, **kwargs: Any) -> tuple[int, dict[str, Any]]:
