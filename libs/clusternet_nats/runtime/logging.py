@@ -33,13 +33,12 @@ def _default_service(service: str) -> structlog.types.Processor:
 
 def process_service() -> str:
     """The service a process is, from how it was started: `python -m clusternet_nats.agent` is
-    `clusternet-agent`, as are the `clusternet-agent` script and the names services give `run`."""
+    `clusternet-agent`, as `run` names it; a script (`clusternet-agent`) is its own name."""
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
-    module = getattr(spec, "name", "") or ""
-    parts = module.split(".")
+    parts = (getattr(spec, "name", "") or "").split(".")
     if len(parts) >= 2 and parts[0] == "clusternet_nats":
-        return "clusternet-" + parts[1]
+        return "clusternet-" + (parts[1] if parts[-1] == "__main__" else parts[-1])
     return (sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "") or "clusternet"
 
 
@@ -82,4 +81,4 @@ def configure_logging(level: str = "info", json: bool | None = None, service: st
     handler.setFormatter(formatter)
     root = logging.getLogger()
     root.handlers = [handler]
-    root.setLevel(max(numeric, logging.INFO))
+    root.setLevel(max(numeric, logging.INFO))  # libraries' debug records (asyncio, aiohttp) are noise

@@ -47,17 +47,18 @@ def _user(request: web.Request) -> str | None:
         return None
 
 
-def _route(request: web.Request) -> str:
-    """The matched route's template (`/apis/{group}/...`), so span names stay few; else the path."""
+def _route(request: web.Request) -> str | None:
+    """The matched route's template (`/apis/{group}/...`), so span names stay few; None when none matched."""
     resource = request.match_info.route.resource
-    return resource.canonical if resource is not None else request.path
+    return resource.canonical if resource is not None else None
 
 
 @web.middleware
 async def _observed(request: web.Request, handler: Handler) -> web.StreamResponse:
     started = time.perf_counter()
-    attributes = {"http.request.method": request.method, "url.path": request.path, "http.route": _route(request)}
-    name = f"{request.method} {attributes['http.route']}"
+    route = _route(request)
+    attributes = {"http.request.method": request.method, "url.path": request.path, "http.route": route}
+    name = f"{request.method} {route}" if route else request.method
     with span(name, kind=SpanKind.SERVER, parent=extract(request.headers), attributes=attributes) as current:
         response = await _answer(request, handler)
         current.set_attribute("http.response.status_code", response.status)
