@@ -232,15 +232,34 @@ async def test_a_too_old_resource_version_is_410_expired(cluster: SimCluster, mo
     assert [(t, o["metadata"]["name"]) for t, o in tail] == [("ADDED", "c4")]
 
 
-async def test_only_table_is_406_and_table_with_json_fallback_is_json(cluster: SimCluster) -> None:
-    table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+async def test_tables_as_kubectl_asks_for_them_and_406_for_protobuf_only(cluster: SimCluster) -> None:
+    await cluster.apply(OWNER, [deployment("web", 2)])
+    tables = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io"
+    kubectl = f"{tables},application/json"
     api = cluster.apiserver()
-    only = await api.send(UpstreamRequest("GET", "/api/v1/namespaces", headers=[("Accept", table)]))
+    response = await api.send(UpstreamRequest("GET", "/apis/apps/v1/deployments", headers=[("Accept", kubectl)]))
+    listed = json.loads(b"".join([c async for c in response.body]))
+    assert listed["kind"] == "Table" and listed["apiVersion"] == "meta.k8s.io/v1"
+    names = [c["name"] for c in listed["columnDefinitions"]]
+    assert names[:5] == ["Name", "Ready", "Up-to-date", "Available", "Age"]
+    row = listed["rows"][0]
+    assert row["cells"][:4] == ["web", "2/2", 2, 2]
+    assert row["object"]["kind"] == "PartialObjectMetadata" and row["object"]["metadata"]["namespace"] == "apps"
+    watch = await api.send(
+        UpstreamRequest("GET", DEPLOYS, f"watch=1&resourceVersion={cluster.objects.revision}", [("Accept", kubectl)])
+    )
+    await cluster.apply(OWNER, [deployment("web", 3), deployment("api", 1)])
+    seen = await events(watch, 3)
+    await watch.close()
+    assert all(obj["kind"] == "Table" for _, obj in seen)
+    assert seen[0][1]["columnDefinitions"] and not seen[1][1]["columnDefinitions"], "definitions in the first only"
+    assert seen[0][1]["rows"][0]["cells"][0] == "web"
+    protobuf = [("Accept", "application/vnd.kubernetes.protobuf")]
+    only = await api.send(UpstreamRequest("GET", "/api/v1/namespaces", headers=protobuf))
     assert only.status == 406
-    fallback = [("Accept", f"{table},application/json")]
-    both = await api.send(UpstreamRequest("GET", "/api/v1/namespaces", headers=fallback))
-    body = json.loads(b"".join([c async for c in both.body]))
-    assert both.status == 200 and body["kind"] == "NamespaceList"
+    plain = await api.send(UpstreamRequest("GET", "/api/v1/namespaces", headers=[("Accept", "application/json")]))
+    body = json.loads(b"".join([c async for c in plain.body]))
+    assert plain.status == 200 and body["kind"] == "NamespaceList"
     assert {"default", "kube-system", "apps"} <= {i["metadata"]["name"] for i in body["items"]}
 
 

@@ -43,9 +43,10 @@ import jsonpatch
 from clusternet_nats.agent.backends.apiserver import UpstreamRequest, UpstreamResponse
 from clusternet_nats.agent.backends.base import ObjectRef
 from clusternet_nats.agent.backends.sim.admission import AdmissionError, admit, namespace_ref
-from clusternet_nats.agent.backends.sim.cluster import RELEASE_API_VERSION, SYSTEM_NAMESPACES, SimCluster
-from clusternet_nats.agent.backends.sim.nodes import resources
+from clusternet_nats.agent.backends.sim.cluster import K8S_VERSION, RELEASE_API_VERSION, SYSTEM_NAMESPACES, SimCluster
+from clusternet_nats.agent.backends.sim.nodes import ARCH, OS, resources
 from clusternet_nats.agent.backends.sim.store import ADDED, DELETED, MODIFIED, Body, SimObject
+from clusternet_nats.agent.backends.sim.tables import INCLUDE_OBJECT, table, table_version
 from clusternet_nats.api import LabelSelector
 from clusternet_nats.api.builtin_kinds import BUILTIN_KINDS, BUILTIN_SHORT_NAMES
 from clusternet_nats.api.labels import APPLIED_BY_DESCRIPTION
@@ -310,13 +311,13 @@ class SimApiServer:
                 raise _method_not_allowed()
             scope.selector = _selector(query)
             if query.get("watch") in ("1", "true"):
-                return self._watch(scope, query)
-            return _answer(200, self._list(scope, query))
+                return _tabled_watch(self._watch(scope, query), scope, request, query)
+            return _answer(200, _tabled(self._list(scope, query), scope, request, query))
         if method == "GET":
             if query.get("watch") in ("1", "true"):
                 scope.selector = _Selector(LabelSelector(), (("metadata.name", True, name),))
-                return self._watch(scope, query)
-            return _answer(200, self._get(scope, name))
+                return _tabled_watch(self._watch(scope, query), scope, request, query)
+            return _answer(200, _tabled(self._get(scope, name), scope, request, query))
         if method == "PUT":
             return _answer(200, self._replace(scope, name, _body(request), dry_run))
         if method == "PATCH":
@@ -405,7 +406,7 @@ class SimApiServer:
                         "capacity": size,
                         "allocatable": dict(size),
                         "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-                        "nodeInfo": {"operatingSystem": "linux", "architecture": "amd64"},
+                        "nodeInfo": {"operatingSystem": OS, "architecture": ARCH, "kubeletVersion": K8S_VERSION},
                     },
                 }
             )
@@ -657,16 +658,66 @@ def _only_get(method: str) -> None:
 
 
 def _accepts_json(headers: Iterable[tuple[str, str]]) -> bool:
-    """True unless every type the client accepts is one this server cannot write (a Table only,
-    protobuf); kubectl always offers JSON after its Table."""
+    """True unless every type the client accepts is one this server cannot write (protobuf, or a
+    JSON rendering other than a Table)."""
     accept = ",".join(v for k, v in headers if k.lower() == "accept")
     if not accept.strip():
         return True
     for entry in accept.split(","):
         media, *params = (p.strip() for p in entry.split(";"))
-        if media in ("*/*", "application/*", JSON) and not any(p.startswith("as=") for p in params):
+        rendering = [p for p in params if p.startswith("as=")]
+        if media in ("*/*", "application/*", JSON) and rendering in ([], ["as=Table"]):
             return True
     return False
+
+
+def _include(query: dict[str, str]) -> str:
+    include = query.get("includeObject", "Metadata")
+    if include not in INCLUDE_OBJECT:
+        supported = ", ".join(INCLUDE_OBJECT)
+        raise _bad_request(f"includeObject: Unsupported value: {include!r}: supported values: {supported}")
+    return include
+
+
+def _tabled(body: Body, scope: _Scope, request: UpstreamRequest, query: dict[str, str]) -> Body:
+    """`body` (an object or a list) as the Table the client prefers, else as it is."""
+    version = table_version(request.headers)
+    if version is None:
+        return body
+    include = _include(query)
+    if "items" in body:
+        meta = body["metadata"]
+        return table(scope.resource.kind, body["items"], version, include, meta)
+    meta = {"resourceVersion": body["metadata"].get("resourceVersion", "")}
+    return table(scope.resource.kind, [body], version, include, meta)
+
+
+def _tabled_watch(
+    response: UpstreamResponse, scope: _Scope, request: UpstreamRequest, query: dict[str, str]
+) -> UpstreamResponse:
+    """A watch whose events carry Tables (column definitions in the first only) when asked."""
+    version = table_version(request.headers)
+    if version is None:
+        return response
+    include, kind, events = _include(query), scope.resource.kind, response.body
+
+    async def converted() -> AsyncIterator[bytes]:
+        first = True
+        try:
+            async for line in events:
+                event = json.loads(line)
+                obj = event["object"]
+                if event["type"] == "BOOKMARK":
+                    event["object"] = table(kind, [], version, include, obj["metadata"], headers=False)
+                elif event["type"] != "ERROR":
+                    meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+                    event["object"] = table(kind, [obj], version, include, meta, headers=first)
+                    first = False
+                yield _encode(event) + b"\n"
+        finally:
+            await response.close()
+
+    return UpstreamResponse(response.status, response.headers, converted())
 
 
 def _patched(current: Body, content_type: str, raw: bytes) -> Body:
