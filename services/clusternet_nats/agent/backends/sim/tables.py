@@ -165,10 +165,5 @@ def table(kind: str, objects: list[Body], version: str, include: str, metadata: 
             row["object"] = partial | {"metadata": obj.get("metadata") or {}}
         rows.append(row)
     definitions = [name, *(c.definition() for c in columns)] if headers else []
-    return {
-        "kind": "Table",
-        "apiVersion": f"meta.k8s.io/{version}",
-        "metadata": metadata,
-        "columnDefinitions": definitions,
-        "rows": rows,
-    }
+    head: Body = {"kind": "Table", "apiVersion": f"meta.k8s.io/{version}", "metadata": metadata}
+    return head | {"columnDefinitions": definitions, "rows": rows}
