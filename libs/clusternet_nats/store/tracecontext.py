@@ -87,10 +87,11 @@ def inject(headers: dict[str, str]) -> dict[str, str]:
 
 
 def extract(headers: Mapping[str, str] | None) -> otel_context.Context | None:
-    """The trace context a message carries, or None when it carries none."""
+    """The trace context a message (NATS headers) or a request (HTTP headers, looked up without
+    regard to case) carries, or None when it carries none."""
     if not headers:
         return None
-    carried = propagate.extract(dict(headers))
+    carried = propagate.extract(headers)
     return carried if trace.get_current_span(carried).get_span_context().is_valid else None
 
 
