@@ -10,9 +10,9 @@ from pathlib import Path
 
 from clusternet_nats.agent.backends.sim import SimCluster
 from clusternet_nats.agent.service import Agent, AgentOptions
-from clusternet_nats.api import Subscription, by_kind
+from clusternet_nats.api import Description, Subscription, by_kind
 from clusternet_nats.domain.finalizers import APP_FINALIZER
-from clusternet_nats.store import ObjectStore
+from clusternet_nats.store import JsonBucket, ObjectStore
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.tcplink import TcpLink
@@ -49,6 +49,12 @@ async def test_deletion_waits_for_a_child_cut_off_and_ends_when_it_has_pruned(
             return sub if sub is not None and APP_FINALIZER in (sub.metadata.finalizers or []) else None
 
         await eventually(finalized, 20, what="the Subscription's finalizer")
+        statuses = by_kind(Description.KIND).status_bucket or ""
+
+        async def reported() -> bool:  # the child has told what it holds (what the deletion waits on)
+            return bool(await JsonBucket(private_js, statuses).keys(f"{agent.clusters[0].identity.namespace}.>"))
+
+        await eventually(reported, 20, what="the child's Description status")
 
         await link.cut()
         held = await subscriptions.delete_object(NS, "a")

@@ -105,7 +105,7 @@ async def test_subscription_deletion_waits_for_a_cut_off_child_across_a_deployer
     result = cnet(system, "apply", "-f", str(write_app(tmp_path, "lc-wait", "lc-wait", ("a", "b"))))
     assert result.returncode == 0, result.stderr + result.stdout
     await everywhere(system, "lc-wait", {"a", "b"})
-    sub = await eventually(lambda: _with_finalizer(hub, sub_path), 30, what="the Subscription's finalizer")
+    sub = await eventually(lambda: _completed(hub, sub_path), 60, what="3 releases reported")
     assert sub["metadata"]["finalizers"] == [FINALIZER]
 
     system.services["far"].stop()  # far-1 is cut off: its objects stay where they are
@@ -174,9 +174,10 @@ async def _equal(pending: Any, expected: Any) -> bool:
     return await pending == expected
 
 
-async def _with_finalizer(hub: HubClient, path: str) -> dict[str, Any] | None:
+async def _completed(hub: HubClient, path: str) -> dict[str, Any] | None:
+    """The Subscription once every child has reported (what a deletion waits on is reported)."""
     sub = await hub.get(path)
-    return sub if sub and sub["metadata"].get("finalizers") else None
+    return sub if sub and (sub.get("status") or {}).get("completedReleases") == len(CLUSTERS) else None
 
 
 async def _protected(hub: HubClient, name: str) -> dict[str, Any] | None:

@@ -74,8 +74,9 @@ class SubscriptionDeletion:
         for release in self.caches.helm_releases_of(uid):
             await remove(self.helm_releases, release)
         pending = []
+        joined = {cluster.namespace for cluster in self.caches.clusters.values()}
         for base in self.caches.bases_of(uid):
-            if self._cluster_holds(base):
+            if base.namespace in joined and self._cluster_holds(base):
                 pending.append(base.namespace)
             else:
                 log.info("deployer.base_deleted", cluster=base.namespace, base=base.name)
@@ -88,9 +89,7 @@ class SubscriptionDeletion:
             log.info("deployer.subscription_finalized")
 
     def _cluster_holds(self, base: Base) -> bool:
-        """Whether the cluster of `base` may still hold objects of its Descriptions."""
-        if not any(cluster.namespace == base.namespace for cluster in self.caches.clusters.values()):
-            return False
+        """Whether the (joined) cluster of `base` may still hold objects of its Descriptions."""
         keys = (object_key(base.namespace, base.name + suffix) for suffix in (GENERIC_SUFFIX, HELM_SUFFIX))
         return any(self.caches.description_statuses.get(key) is not None for key in keys)
 
