@@ -4,6 +4,8 @@ each, and the trace and span ids of the span a line was written in."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import logging
 from collections.abc import Iterator
@@ -72,3 +74,15 @@ def test_the_console_renderer_is_not_json(capsys: pytest.CaptureFixture[str], re
     err = capsys.readouterr().err
     assert "readable" in err and "cluster=c1" in err and "service=clusternet-test" in err
     assert not err.lstrip().startswith("{"), err
+
+
+def test_lines_go_to_the_stderr_of_the_moment(capsys: pytest.CaptureFixture[str], restored: None) -> None:
+    """A command run in-process (CliRunner) sets logging up on its own stderr, then closes it."""
+    swapped = io.StringIO()
+    with contextlib.redirect_stderr(swapped):
+        configure_logging("info", json=True, service="clusternet-test")
+        structlog.get_logger().info("during")
+    swapped.close()
+    structlog.get_logger().info("after")
+    logging.getLogger("nats").warning("library after")
+    assert [line["event"] for line in lines(capsys)] == ["after", "library after"]

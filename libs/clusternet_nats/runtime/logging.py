@@ -23,6 +23,18 @@ import structlog
 from clusternet_nats.store.tracecontext import log_ids
 
 
+class _Stderr:
+    """Whatever `sys.stderr` is when a line is written, not when logging was set up: a command run
+    in-process (a test's CliRunner swaps stderr for its own, then closes it) must not leave every
+    later line written to a closed stream."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def _default_service(service: str) -> structlog.types.Processor:
     def add_service(_: object, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
         event.setdefault("service", service)
@@ -66,7 +78,7 @@ def configure_logging(level: str = "info", json: bool | None = None, service: st
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
     formatter = structlog.stdlib.ProcessorFormatter(
@@ -77,7 +89,7 @@ def configure_logging(level: str = "info", json: bool | None = None, service: st
             renderer,
         ],
     )
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(_Stderr())
     handler.setFormatter(formatter)
     root = logging.getLogger()
     root.handlers = [handler]
