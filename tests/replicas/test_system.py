@@ -1,8 +1,11 @@
 """Three replicas of every hub-side service (hub, scheduler, deployer, predictor) as processes:
 rollouts to simulated clusters, one replica of each SIGKILLed in the middle of one. Every
-Description reaches Success, none is written twice with the same content (the descriptions
-bucket's every write is recorded by a consumer from before the first apply), and the dead
-replicas' partitions all end with the living ones.
+Description reaches Success; none is written twice with the same content (every write the
+descriptions bucket accepted is recorded by a consumer from before the first apply), nor even
+attempted twice (a core subscription sees the compare-and-set losers too, which is how two
+deployer replicas rendering the same Description would show) but where the killed deployer's
+in-flight work was done again by the next holder; the dead replicas' partitions all end with
+the living ones.
 
 The bridge shares work through the same queues (it is a ServiceContext like the others); it
 needs a parent kube-apiserver and is left out here.
@@ -11,15 +14,16 @@ needs a parent kube-apiserver and is left out here.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import nats
 import pytest
 from clusternet_nats.api.subjects import LEASES_BUCKET
-from clusternet_nats.runtime.partitions import DEFAULT_PARTITIONS
+from clusternet_nats.runtime.partitions import DEFAULT_PARTITIONS, partition_of
 from clusternet_nats.store.keys import kv_stream, kv_subject_prefix
 from clusternet_nats.store.kv import JsonBucket, is_deletion
 from clusternet_nats.testing.system import HUB_SIDE_SERVICES, System
@@ -46,7 +50,8 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
 
 
 class Writes:
-    """Every accepted write of the descriptions bucket, from an ordered consumer."""
+    """Writes of the descriptions bucket: those JetStream accepted (from an ordered consumer) or
+    every one attempted (from a core subscription, which sees compare-and-set losers too)."""
 
     def __init__(self) -> None:
         self.data: list[tuple[str, bytes]] = []
@@ -59,6 +64,18 @@ class Writes:
     def twice(self) -> list[str]:
         """Keys written twice with the same content: the same work done again."""
         return sorted(key for (key, _), n in Counter(self.data).items() if n > 1)
+
+    def keys_twice(self, exempt: Callable[[bytes], bool]) -> list[str]:
+        """Keys written more than once at all (each is rendered once per rollout), but `exempt` ones."""
+        counts = Counter(key for key, data in self.data if not exempt(data))
+        return sorted(key for key, n in counts.items() if n > 1)
+
+
+def subscription_partition(description: bytes) -> int:
+    """The partition of the Subscription a Description was rendered from (the deployer's key)."""
+    labels = json.loads(description)["metadata"]["labels"]
+    key = f"{labels['apps.clusternet.io/subs.namespace']}.{labels['apps.clusternet.io/subs.name']}"
+    return partition_of(key, DEFAULT_PARTITIONS)
 
 
 async def converged(hub: HubClient, name: str) -> bool:
@@ -94,18 +111,23 @@ async def test_replicas_share_the_work_and_survive_one_killed_mid_rollout(
         await eventually(
             lambda service=service: _shared(system, service), 30, what=f"{service}'s partitions spread over replicas"
         )
-    writes = Writes()
+    writes, attempts = Writes(), Writes()
     nc = await nats.connect(system.nats_url)
+    subject = f"{kv_subject_prefix('descriptions')}>"
     sub = await nc.jetstream().subscribe(
-        f"{kv_subject_prefix('descriptions')}>",
+        subject,
         stream=kv_stream("descriptions"),
         ordered_consumer=True,
         deliver_policy=DeliverPolicy.NEW,
         cb=writes.record,
     )
+    tries = await nc.subscribe(subject, cb=attempts.record)
+    await nc.flush()  # `apply` blocks the loop: both subscriptions must be in place before
     try:
         before = [f"replicas-{i}" for i in range(APPS_BEFORE)]
         apply(system, tmp_path, before)
+        # What the killed deployer held: its in-flight work is done again by the next holder.
+        taken_over = {int(p) for p, holder in (await holders(system, "deployer")).items() if holder == "deployer-2"}
         for victim in VICTIMS:
             system.services[victim].kill()
         after = [f"replicas-after-{i}" for i in range(APPS_AFTER)]
@@ -121,8 +143,13 @@ async def test_replicas_share_the_work_and_survive_one_killed_mid_rollout(
     finally:
         with contextlib.suppress(Exception):
             await sub.unsubscribe()
+            await tries.unsubscribe()
         await nc.close()
     assert writes.twice() == [], "a Description was written twice with the same content"
+    # Without partitions every deployer replica renders every Description and all but one lose
+    # the compare-and-set: attempts show it (accepted writes do not).
+    again = attempts.keys_twice(exempt=lambda data: subscription_partition(data) in taken_over)
+    assert again == [], "two deployer replicas rendered the same Description"
     for victim in VICTIMS:  # the survivors carried on: nothing else died
         assert not system.services[victim].running
     for name, service in system.services.items():
