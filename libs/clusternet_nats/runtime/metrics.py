@@ -10,8 +10,8 @@ happen. State (a queue's depth, an informer's objects, Descriptions per phase) i
 scraped, from the sources each ServiceContext registers (`Metrics.sample`): nothing is polled
 between scrapes. One process may host several of the same source (an agent runs a ClusterAgent,
 with its own queues and informers, per cluster; tests run several services in one process), so
-samples with the same name and labels are added up: an agent's `cnet_workqueue_depth` is the
-depth of all its clusters' queues of that name.
+samples with the same name and labels are added up (an agent's `cnet_workqueue_depth` is the
+depth of all its clusters' queues of that name), or, for a position, the furthest is kept.
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ PUSHES = Counter("cnet_pushes", "Descriptions the hub side pushed to a cluster (
 class _Gauge:
     help: str
     labels: tuple[str, ...]
+    combine: Callable[[Iterable[float]], float] = sum
+    """How the samples of several sources with the same labels make one."""
 
 
 GAUGES: dict[str, _Gauge] = {
@@ -80,7 +82,7 @@ GAUGES: dict[str, _Gauge] = {
         ("bucket",),
     ),
     "cnet_informer_last_applied_sequence": _Gauge(
-        "The last KV stream sequence an informer applied, by bucket.", ("bucket",)
+        "The last KV stream sequence an informer applied (the furthest, of several), by bucket.", ("bucket",), max
     ),
     "cnet_descriptions": _Gauge("Descriptions by the phase their status reports (none: no status yet).", ("phase",)),
     "cnet_clusters": _Gauge(
@@ -95,20 +97,20 @@ Reader = Callable[[], Mapping[tuple[str, ...], float]]
 
 
 class _Sampled(Collector):
-    """The scrape-time gauges of every live source in this process, same label sets added up."""
+    """The scrape-time gauges of every live source in this process, same label sets combined."""
 
     def __init__(self) -> None:
         self.readers: dict[str, list[Reader]] = defaultdict(list)
 
     def collect(self) -> Iterator[Metric]:
         for name, gauge in GAUGES.items():
-            totals: dict[tuple[str, ...], float] = defaultdict(float)
+            values: dict[tuple[str, ...], list[float]] = defaultdict(list)
             for read in self.readers.get(name, ()):
                 for labels, value in read().items():
-                    totals[labels] += value
+                    values[labels].append(value)
             family = GaugeMetricFamily(name, gauge.help, labels=gauge.labels)
-            for labels, value in sorted(totals.items()):
-                family.add_metric(list(labels), value)
+            for labels, each in sorted(values.items()):
+                family.add_metric(list(labels), gauge.combine(each))
             yield family
         undecodable = CounterMetricFamily(
             "cnet_undecodable_records",

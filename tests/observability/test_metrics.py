@@ -1,0 +1,37 @@
+"""Scrape-time gauges: sources of one name and labels in one process (an agent's clusters) combine,
+a stopped context's sources go, and a name not declared in runtime/metrics.py is refused."""
+
+from __future__ import annotations
+
+import pytest
+from clusternet_nats.runtime.metrics import Metrics
+from prometheus_client import REGISTRY, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+
+def scraped(name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    families = text_string_to_metric_families(generate_latest(REGISTRY).decode())
+    return {tuple(sorted(s.labels.items())): s.value for f in families for s in f.samples if s.name == name}
+
+
+def test_sources_combine_and_leave_with_their_context() -> None:
+    first, second = Metrics("clusternet-agent"), Metrics("clusternet-agent")
+    bucket = "test-combine"
+    first.sample_value("cnet_workqueue_depth", lambda: 3, bucket)
+    second.sample_value("cnet_workqueue_depth", lambda: 4, bucket)
+    first.sample_value("cnet_informer_last_applied_sequence", lambda: 120, bucket)
+    second.sample_value("cnet_informer_last_applied_sequence", lambda: 90, bucket)
+    try:
+        assert scraped("cnet_workqueue_depth")[(("queue", bucket),)] == 7, "depths add up"
+        assert scraped("cnet_informer_last_applied_sequence")[(("bucket", bucket),)] == 120, "the furthest"
+        second.close()
+        assert scraped("cnet_workqueue_depth")[(("queue", bucket),)] == 3
+    finally:
+        first.close()
+        second.close()
+    assert (("queue", bucket),) not in scraped("cnet_workqueue_depth")
+
+
+def test_a_gauge_must_be_declared() -> None:
+    with pytest.raises(KeyError, match="cnet_made_up"):
+        Metrics("x").sample_value("cnet_made_up", lambda: 1)
