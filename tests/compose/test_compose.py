@@ -77,6 +77,12 @@ def compose(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compose]:
     finally:
         down = project.run("down", "--volumes", "--remove-orphans")
     assert down.returncode == 0, down.stderr
+    label = f"label=com.docker.compose.project={project.project}"
+    for what in (["container", "ls", "--all"], ["volume", "ls"]):
+        left = subprocess.run(
+            ["docker", *what, "--quiet", "--filter", label], capture_output=True, text=True, check=True
+        )
+        assert not left.stdout.strip(), f"down -v left {what[0]}s behind: {left.stdout}"
 
 
 @dataclass
