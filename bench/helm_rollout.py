@@ -30,6 +30,7 @@ from collections.abc import Awaitable
 from pathlib import Path
 
 import nats
+import yaml
 from clusternet_nats.api.apps import DeployerType, Description, DescriptionPhase, DescriptionStatus
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.runtime.logging import configure_logging
@@ -41,54 +42,29 @@ from clusternet_nats.testing.system import System
 from clusternet_nats.testing.tools import ensure_tools
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
+from replication_rollout import MANIFESTS as REPLICATION_MANIFESTS
 
 SUBSCRIPTION = "/apis/apps.clusternet.io/v1alpha1/namespaces/default/subscriptions/bench-helm"
 
-MANIFESTS = """
+CHART = """
 apiVersion: apps.clusternet.io/v1alpha1
 kind: HelmChart
 metadata: {{name: greeter, namespace: default}}
 spec: {{repo: "{repo}", chart: greeter, version: 0.1.0, targetNamespace: greeter}}
----
-apiVersion: v1
-kind: Namespace
-metadata: {{name: bench}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: web, namespace: bench}}
-spec:
-  replicas: 2
-  selector: {{matchLabels: {{app: web}}}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec:
-      containers:
-        - name: web
-          image: nginx:1.25
-          resources: {{requests: {{cpu: 100m, memory: 64Mi}}}}
----
-apiVersion: v1
-kind: Service
-metadata: {{name: web, namespace: bench}}
-spec:
-  ports: [{{port: 80}}]
-  selector: {{app: web}}
----
-apiVersion: apps.clusternet.io/v1alpha1
-kind: Subscription
-metadata: {{name: bench-helm, namespace: default}}
-spec:
-  subscribers:
-    - clusterAffinity:
-        matchExpressions:
-          - {{key: clusters.clusternet.io/cluster-id, operator: Exists}}
-  feeds:
-    - {{apiVersion: apps.clusternet.io/v1alpha1, kind: HelmChart, name: greeter, namespace: default}}
-    - {{apiVersion: v1, kind: Namespace, name: bench}}
-    - {{apiVersion: apps/v1, kind: Deployment, name: web, namespace: bench}}
-    - {{apiVersion: v1, kind: Service, name: web, namespace: bench}}
 """
+CHART_FEED = {"apiVersion": "apps.clusternet.io/v1alpha1", "kind": "HelmChart", "namespace": "default", "name": GREETER}
+
+
+def manifests(repo: str) -> str:
+    """replication_rollout's Namespace, Deployment and Service, and its Subscription renamed and
+    given the HelmChart as a fourth feed."""
+    docs = list(yaml.safe_load_all(REPLICATION_MANIFESTS))
+    for doc in docs:
+        if doc["kind"] == "Subscription":
+            doc["metadata"]["name"] = SUBSCRIPTION.rsplit("/", 1)[1]
+            doc["spec"]["feeds"].insert(0, CHART_FEED)
+    return CHART.format(repo=repo) + "---\n" + yaml.safe_dump_all(docs)
+
 
 GLOBALIZATION = """
 apiVersion: apps.clusternet.io/v1alpha1
@@ -166,8 +142,7 @@ async def measure(system: System, repo: ChartRepo, clusters: int, timeout: float
     progress = Progress(nc)
     try:
         await progress.start()
-        manifests = MANIFESTS.format(repo=repo.url) + "---" + GLOBALIZATION.format(greeting="v1")
-        (workdir / "bench.yaml").write_text(manifests)
+        (workdir / "bench.yaml").write_text(manifests(repo.url) + "---" + GLOBALIZATION.format(greeting="v1"))
         started = time.monotonic()
         await asyncio.to_thread(cnet_apply, system, workdir / "bench.yaml")
         await eventually(

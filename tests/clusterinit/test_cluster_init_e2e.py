@@ -127,6 +127,19 @@ def init_taints(cluster: dict[str, Any]) -> list[dict[str, Any]]:
     return [t for t in cluster["spec"].get("taints") or [] if t["key"] == TAINT]
 
 
+async def waiting(hub: HubClient, cluster: dict[str, Any], message: str) -> dict[str, Any]:
+    """The cluster once tainted, its ClusterInit condition False (ClusterInitWaiting) with `message`."""
+
+    async def tainted() -> dict[str, Any] | None:
+        current = await read(hub, cluster)
+        wanted = ("False", "ClusterInitWaiting", message)
+        return current if init_condition(current) == wanted and init_taints(current) else None
+
+    current = await eventually(tainted, 60, what=f"ClusterInit waiting: {message}")
+    assert isinstance(current, dict)
+    return current
+
+
 async def app_descriptions_in(hub: HubClient, namespace: str) -> list[dict[str, Any]]:
     descs = owned_by(await hub.items(f"{APPS}/descriptions"), "app")
     return [d for d in descs if d["metadata"]["namespace"] == namespace]
@@ -142,13 +155,7 @@ async def test_a_new_cluster_is_initialised_before_anything_else_is_scheduled(
     fresh = await cluster_labelled(hub, "fresh")
     namespace, name = fresh["metadata"]["namespace"], fresh["metadata"]["name"]
 
-    async def waiting_for_descriptions() -> dict[str, Any] | None:
-        current = await read(hub, fresh)
-        cond = init_condition(current)
-        wanted = ("False", "ClusterInitWaiting", "no matching Descriptions are found. will retry")
-        return current if cond == wanted and init_taints(current) else None
-
-    current = await eventually(waiting_for_descriptions, 60, what="ClusterInit waiting on the init Base")
+    current = await waiting(hub, fresh, "no matching Descriptions are found. will retry")
     assert init_taints(current) == [{"key": TAINT, "value": "ClusterInitWaiting", "effect": "NoSchedule"}]
     bases = owned_by(await hub.items(f"{APPS}/namespaces/{namespace}/bases"), "cluster-init")
     assert [b["metadata"]["name"] for b in bases] == [current["spec"]["clusterInitBaseName"]]
@@ -195,13 +202,7 @@ async def test_a_cluster_without_an_init_base_waits_tainted_until_it_skips_initi
     orphan = await cluster_labelled(hub, "orphan")
     meta = orphan["metadata"]
 
-    async def waiting() -> dict[str, Any] | None:
-        current = await read(hub, orphan)
-        cond = init_condition(current)
-        wanted = ("False", "ClusterInitWaiting", "still waiting for cluster getting initialized")
-        return current if cond == wanted and init_taints(current) else None
-
-    current = await eventually(waiting, 60, what="ClusterInit waiting for an init Base")
+    current = await waiting(hub, orphan, "still waiting for cluster getting initialized")
     assert current["spec"].get("clusterInitBaseName") is None
 
     async def no_app() -> bool:

@@ -39,6 +39,19 @@ __all__ = ["mysql_oci", "mysql_repo", "nfd_repo", "system"]
 APPS_VERSION = "apps.clusternet.io/v1alpha1"
 
 
+def replication_example(out: Path, repo: str, namespace: str, cluster_id: str) -> list[Path]:
+    """replication-scheduling's files in apply order, the chart at `repo`, the Localizations in
+    `namespace` and the Subscription for `cluster_id` (what the example asks its reader to change)."""
+    return [
+        rewritten(EXAMPLES / "helm-chart-mysql.yaml", out, {"https://charts.bitnami.com/bitnami": repo}),
+        EXAMPLES / "nginx-deployment.yaml",
+        EXAMPLES / "nginx-svc.yaml",
+        EXAMPLES / "globalization.yaml",
+        rewritten(EXAMPLES / "localization.yaml", out, {"clusternet-5l82l": namespace}),
+        rewritten(EXAMPLES / "subscription.yaml", out, {"dc91021d-2361-4f6d-a404-7c33b9e01118": cluster_id}),
+    ]
+
+
 async def clusters(hub: HubClient) -> list[dict[str, Any]]:
     async def registered() -> list[dict[str, Any]] | None:
         found = await hub.items(f"{CLUSTERS}/managedclusters")
@@ -100,14 +113,7 @@ async def test_the_replication_example_gives_its_cluster_one_release_with_the_me
 ) -> None:
     first, second = await clusters(hub)
     first_ns, first_id = first["metadata"]["namespace"], first["spec"]["clusterId"]
-    files = [
-        rewritten(EXAMPLES / "helm-chart-mysql.yaml", tmp_path, {"https://charts.bitnami.com/bitnami": mysql_repo.url}),
-        EXAMPLES / "nginx-deployment.yaml",
-        EXAMPLES / "nginx-svc.yaml",
-        EXAMPLES / "globalization.yaml",
-        rewritten(EXAMPLES / "localization.yaml", tmp_path, {"clusternet-5l82l": first_ns}),
-        rewritten(EXAMPLES / "subscription.yaml", tmp_path, {"dc91021d-2361-4f6d-a404-7c33b9e01118": first_id}),
-    ]
+    files = replication_example(tmp_path, mysql_repo.url, first_ns, first_id)
     apply(system, *files)
 
     (release,) = await deployed_releases(hub, "app-demo", 1)
