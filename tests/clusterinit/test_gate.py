@@ -18,6 +18,7 @@ from clusternet_nats.api.meta import ConditionStatus
 from clusternet_nats.api.registration import RegistrationRequest, credential_hash, new_secret
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.domain import clusterinit as init
+from clusternet_nats.hub import __main__ as hub_cli
 from clusternet_nats.hub.clusterinit import ClusterInitController
 from clusternet_nats.hub.registration.records import ensure_registration_buckets
 from clusternet_nats.hub.registration.registrar import Registrar
@@ -28,6 +29,7 @@ from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
+from typer.testing import CliRunner
 
 
 @pytest.mark.parametrize("gate", [True, False])
@@ -80,3 +82,13 @@ async def test_with_the_gate_off_an_init_taint_is_lifted_and_the_condition_says_
             )
 
         await eventually(disabled, 20, what="ClusterInit=True, ClusterInitDisabled")
+
+
+def test_the_hub_refuses_an_unknown_or_malformed_feature_gate_naming_it() -> None:
+    runner = CliRunner(env={"COLUMNS": "200"})  # the error box unwrapped
+    unknown = runner.invoke(hub_cli.app, ["--feature-gates", "ClusterInt=true"])
+    assert unknown.exit_code == 2
+    assert "unrecognized feature gate 'ClusterInt'" in unknown.output
+    malformed = runner.invoke(hub_cli.app, ["--feature-gates", "ClusterInit"])
+    assert malformed.exit_code == 2
+    assert "'ClusterInit' needs =true or =false" in malformed.output
