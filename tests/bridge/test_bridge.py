@@ -17,6 +17,7 @@ from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.api.clusters import ManagedClusterStatus
 from clusternet_nats.bridge.objects import BRIDGED, FINALIZER
 from clusternet_nats.store import BINDINGS_BUCKET, ObjectStore, StatusStore, object_key
+from clusternet_nats.testing.clusters import report_cluster_status
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.msg import Msg
@@ -174,7 +175,7 @@ async def test_descriptions_and_clusters_mirrored_onto_parent(
     )
     await store(js, ManagedCluster.KIND).create(cluster)
     status = ManagedClusterStatus(k8s_version="v1.34.4", agent_version="v0.1")
-    await StatusStore(js, "managedclusters-status", ManagedClusterStatus).put(object_key(unique_ns, "child"), status, 0)
+    await report_cluster_status(js, unique_ns, "child", status)
     raw = base64.b64encode(b'{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"qux"}}').decode()
     description = Description.model_validate(
         {

@@ -9,7 +9,8 @@ from clusternet_nats.api import Subscription
 from clusternet_nats.api.clusters import ManagedClusterStatus
 from clusternet_nats.api.meta import Condition, ConditionStatus, utcnow
 from clusternet_nats.cli.main import app
-from clusternet_nats.store import EventRecorder, StatusStore, object_key
+from clusternet_nats.store import EventRecorder
+from clusternet_nats.testing.clusters import report_cluster_status
 from nats.js import JetStreamContext
 from typer.testing import CliRunner
 
@@ -103,7 +104,7 @@ spec: {{clusterId: {CLUSTER_ID}, syncMode: Pull, clusterType: EdgeCluster}}
         type="Ready", status=ConditionStatus.TRUE, last_transition_time=utcnow(), reason="Healthy", message="ok"
     )
     status = ManagedClusterStatus(k8s_version="v1.30.2", agent_version="v0.1", conditions=[ready])
-    await StatusStore(js, "managedclusters-status", ManagedClusterStatus).put(object_key(unique_ns, "child"), status, 0)
+    await report_cluster_status(js, unique_ns, "child", status)
 
     result = await cnet("get", "mcls", "-n", unique_ns)
     header, row = result.output.splitlines()[:2]

@@ -25,6 +25,7 @@ from clusternet_nats.cli.waiting import parse_duration, progress
 from clusternet_nats.hub.registration.records import token_store
 from clusternet_nats.hub.testing import ServedHub
 from clusternet_nats.store import StatusStore, object_key
+from clusternet_nats.testing.clusters import report_cluster_status
 from clusternet_nats.testing.waiting import eventually
 from nats.js import JetStreamContext
 from typer.testing import CliRunner, Result
@@ -293,7 +294,7 @@ async def test_wait_for_condition_and_delete(
     waiting = asyncio.create_task(cnet("wait", "mcls", "child", "-n", unique_ns, "--for", "condition=ready=true"))
     ready = Condition(type="Ready", status=ConditionStatus.TRUE, last_transition_time=utcnow(), reason="Ok", message="")
     status = ManagedClusterStatus(k8s_version="v1.30.2", conditions=[ready])
-    await StatusStore(js, "managedclusters-status", ManagedClusterStatus).put(object_key(unique_ns, "child"), status, 0)
+    await report_cluster_status(js, unique_ns, "child", status)
     result = await asyncio.wait_for(waiting, 60)
     assert result.exit_code == 0 and printed(result) == ["managedcluster.clusters.clusternet.io/child condition met"]
     assert (await cnet("apply", "-f", "-", input=yaml_of(subscription(unique_ns, "app")))).exit_code == 0
