@@ -2,12 +2,13 @@
 one and with three replicas of each hub-side service (hub, scheduler, deployer, predictor), on
 one NATS server and on a 3-server JetStream cluster (R3), printed side by side in one run.
 
-    .venv/bin/python bench/replicas_rollout.py --clusters 1000
+    .venv/bin/python bench/replicas_rollout.py --clusters 1000 --rounds 2
 
 Each of the four systems is started afresh (the same manifests, the same agent process hosting
 every simulated cluster); beside each figure, measured in the same run on the same NATS: nats-py
 `publish_async` into a stream with the buckets' replicas (testing/reference.py), and the load
-average, since the machine is shared. Replicas share keys by partition (runtime/partitions.py):
+average, since the machine is shared; `--rounds` runs the four in turn again, so a change of load
+shows as a change between rounds rather than between columns. Replicas share keys by partition (runtime/partitions.py):
 a single Subscription is one key, reconciled by one scheduler and one deployer replica whatever
 the count, so this measures what replicas cost (leases, more informers on the bus), not a
 speed-up; that comes with many Subscriptions, whose keys spread over the replicas.
@@ -66,10 +67,12 @@ def main() -> int:
     parser.add_argument("--clusters", type=int, default=1000)
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--log-level", default="warning")
+    parser.add_argument("--rounds", type=int, default=1, help="times to run the four systems in turn")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="cnet-bench-replicas-"))
     runs = [
-        one_run(workdir, args.clusters, nats, replicas, args.log_level, args.timeout)
+        one_run(workdir / f"round{r}", args.clusters, nats, replicas, args.log_level, args.timeout)
+        for r in range(1, args.rounds + 1)
         for nats in (1, 3)
         for replicas in (1, 3)
     ]

@@ -206,6 +206,7 @@ class Partitions:
 
     async def _renew(self) -> None:
         sent = time.monotonic()
+        was_fresh = self._fresh()
         data = self.me.encode()
         try:
             async with asyncio.timeout(self.options.renew_interval):
@@ -227,6 +228,10 @@ class Partitions:
             self._log.info("partitions.renew_failed", error=repr(err))
             return
         self._member_rev, self._renewed_at = revision, sent
+        if not was_fresh:
+            # We could not renew for a while; neither could the others if NATS was away (a stream
+            # leader election): each gets a whole lease from now before it counts as dead.
+            self._seen = {key: (seen[0], sent) for key, seen in self._seen.items()}
         if self._lapsed:  # nobody deleted our member key, so nobody took what we hold
             self._lapsed = False
             self._log.info("partitions.renewed_after_lapse", held=len(self._owned))
