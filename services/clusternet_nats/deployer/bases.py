@@ -2,7 +2,9 @@
 
 The name is `<subscription>-<5 chars>` like Clusternet's, but the suffix is a hash of the
 Subscription's namespace and name instead of random, so any deployer replica, before or after a
-restart, derives the same Base and never creates a second one.
+restart, derives the same Base and never creates a second one. A default-init Subscription's
+mark (`apps.clusternet.io/is-default-cluster-init`) is copied onto its Bases, as Clusternet's
+deployer does, so a Base reads the same as there.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from clusternet_nats.api import labels as known
 from clusternet_nats.api.apps import Base, BaseSpec, Description, Subscription
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.meta import ObjectMeta, OwnerReference
+from clusternet_nats.domain import clusterinit
 from clusternet_nats.domain.names import short_hash
 
 MAX_LABEL_VALUE = 63
@@ -65,9 +68,12 @@ def desired_base(sub: Subscription, cluster: ManagedCluster) -> Base:
     }
     with_name_label(labels, known.CONFIG_NAME, sub.name)
     with_name_label(labels, known.SUBS_NAME, sub.name)
+    init_mark = (sub.metadata.annotations or {}).get(clusterinit.IS_DEFAULT_ANNOTATION)
     return Base.new(
         base_name(sub),
         cluster.namespace,
-        metadata=ObjectMeta(labels=labels),
+        metadata=ObjectMeta(
+            labels=labels, annotations={clusterinit.IS_DEFAULT_ANNOTATION: init_mark} if init_mark else None
+        ),
         spec=BaseSpec(feeds=[feed.model_copy() for feed in sub.spec.feeds]),
     )

@@ -27,19 +27,26 @@ def _owned(obj: KubeObject) -> dict[str, object]:
 
 
 async def ensure(store: ObjectStore[K], current: K | None, desired: K) -> tuple[K, Outcome]:
-    """Creates `desired`, or updates `current` to its spec and labels; returns the stored object."""
+    """Creates `desired`, or updates `current` to its spec, labels and annotations (others' kept);
+    returns the stored object."""
     if current is None:
         return await store.create(desired), Outcome.CREATED
     labels = {**(current.metadata.labels or {}), **(desired.metadata.labels or {})}
+    annotations = {**(current.metadata.annotations or {}), **(desired.metadata.annotations or {})}
     if (
         _owned(current) == _owned(desired)
         and labels == (current.metadata.labels or {})
+        and annotations == (current.metadata.annotations or {})
         and (current.metadata.owner_references == desired.metadata.owner_references)
     ):
         return current, Outcome.UNCHANGED
     updated = desired.model_copy(deep=True)
     updated.metadata = current.metadata.model_copy(
-        update={"labels": labels, "owner_references": desired.metadata.owner_references}
+        update={
+            "labels": labels,
+            "annotations": annotations or None,
+            "owner_references": desired.metadata.owner_references,
+        }
     )
     return await store.update(updated, current), Outcome.UPDATED
 
