@@ -131,7 +131,7 @@ async def test_subscription_deletion_waits_for_a_cut_off_child_across_a_deployer
 async def test_feed_in_use_protection_holds_a_feed_until_no_subscription_uses_it(
     system: System, hub: HubClient, tmp_path: Path
 ) -> None:
-    system.services["deployer"].env["CNET_FEATURE_GATES"] = "FeedInUseProtection=true"
+    system.services["deployer"].env["CNET_DEPLOYER_FEATURE_GATES"] = "FeedInUseProtection=true"
     system.restart_service("deployer")
     result = cnet(system, "apply", "-f", str(write_app(tmp_path, "lc-guard", "lc-guard", ("guarded",))))
     assert result.returncode == 0, result.stderr + result.stdout

@@ -9,15 +9,15 @@ from clusternet_nats.deployer.__main__ import feature_gates
 def test_known_gate_parses_and_empty_means_defaults() -> None:
     assert feature_gates("FeedInUseProtection=true") == {"FeedInUseProtection": True}
     assert feature_gates(" FeedInUseProtection=False ,") == {"FeedInUseProtection": False}
-    assert feature_gates("") == {}
+    assert feature_gates("") == {"FeedInUseProtection": False}
 
 
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("Recovery=true", "unrecognized feature gate: Recovery"),
-        ("FeedInUseProtection", "'FeedInUseProtection': expected NAME=true|false"),
-        ("FeedInUseProtection=yes", "'FeedInUseProtection=yes': expected NAME=true|false"),
+        ("Recovery=true", "unrecognized feature gate 'Recovery' \\(known: FeedInUseProtection\\)"),
+        ("FeedInUseProtection", "feature gate 'FeedInUseProtection' needs =true or =false"),
+        ("FeedInUseProtection=yes", "needs =true or =false, not 'FeedInUseProtection=yes'"),
     ],
 )
 def test_bad_gates_are_refused_by_name(value: str, message: str) -> None:
