@@ -104,6 +104,7 @@ debian_mirror() {
 ensure_base() {
     local suite=$1 image=clusternet-nats-base:$1
     docker image inspect "$image" >/dev/null 2>&1 && return
+    [[ $(id -u) == 0 ]] || cannot "$image is missing and only root may run debootstrap to make it"
     command -v debootstrap >/dev/null || apt_install debootstrap
     local rootfs=$IMAGES_DIR/rootfs-$suite log=$IMAGES_DIR/debootstrap-$suite.log start=$SECONDS mirror
     mirror=$(debian_mirror)
@@ -131,7 +132,8 @@ inputs_hash() {
     } | sha256sum | cut -c1-16
 }
 
-# deploy/compose/wheels: the dependencies' wheels (cached by pyproject.toml) and the project's.
+# deploy/compose/wheels: deps/ the dependencies' wheels (cached by pyproject.toml), project/ the
+# project's.
 build_wheels() {
     local deps start=$SECONDS log=$IMAGES_DIR/wheels.log out=$REPO/deploy/compose/wheels
     deps=$IMAGES_DIR/wheels-$(sha256sum "$REPO/pyproject.toml" | cut -c1-16)-py$("$PYTHON" -c 'import sys; print("%d%d" % sys.version_info[:2])')
@@ -144,8 +146,8 @@ build_wheels() {
         touch "$deps/.complete"
     fi
     find "$out" -name '*.whl' -delete
-    cp "$deps"/*.whl "$out/"
-    "$PYTHON" -m pip wheel --quiet --no-deps --wheel-dir "$out" "$REPO" >"$log" 2>&1 ||
+    cp "$deps"/*.whl "$out/deps/"
+    "$PYTHON" -m pip wheel --quiet --no-deps --wheel-dir "$out/project" "$REPO" >"$log" 2>&1 ||
         fail "pip wheel of the project failed" "$log"
     say "wheels ready in $((SECONDS - start))s"
 }
@@ -155,6 +157,7 @@ image_inputs() { docker image inspect --format "{{ index .Config.Labels \"$LABEL
 # One build at a time (the tags and caches are shared); dockerd is started without this lock.
 exec 9>"$IMAGES_DIR/.lock"
 flock 9
+[[ -x $PYTHON ]] || fail "$PYTHON not found (make install, or set PYTHON to a python with pip)"
 ensure_engine
 ensure_compose
 suite=$(suite_for_python)
