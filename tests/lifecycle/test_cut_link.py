@@ -8,9 +8,12 @@ import contextlib
 import uuid
 from pathlib import Path
 
+import pytest
 from clusternet_nats.agent.backends.sim import SimCluster
+from clusternet_nats.agent.cluster_agent import StatusSettings
 from clusternet_nats.agent.service import Agent, AgentOptions
 from clusternet_nats.api import Description, Subscription, by_kind
+from clusternet_nats.api.clusters import ClusterSyncMode
 from clusternet_nats.domain.finalizers import APP_FINALIZER
 from clusternet_nats.store import JsonBucket, ObjectStore
 from clusternet_nats.testing.inprocess import running_service
@@ -22,12 +25,21 @@ from nats.js import JetStreamContext
 from ..agent.test_disconnected_convergence import HUB_SIDE, NS, StoreWriter, child_config_maps
 
 
+@pytest.mark.parametrize("mode", [ClusterSyncMode.PULL, ClusterSyncMode.PUSH], ids=["pull", "push"])
 async def test_deletion_waits_for_a_child_cut_off_and_ends_when_it_has_pruned(
-    private_nats: NatsServer, private_js: JetStreamContext, tmp_path: Path
+    private_nats: NatsServer, private_js: JetStreamContext, tmp_path: Path, mode: ClusterSyncMode
 ) -> None:
+    """Pull: the agent prunes once it lists again; Push (the hub deploys): the pusher's prune when
+    the cluster is back removes it and deletes the statuses of what it pruned."""
     hub = StoreWriter(private_js)
     subscriptions: ObjectStore[Subscription] = ObjectStore(private_js, by_kind(Subscription.KIND))
-    options = AgentOptions(cluster_name=f"c{uuid.uuid4().hex[:6]}", report_frequency=1.0, state_dir=tmp_path)
+    options = AgentOptions(
+        cluster_name=f"c{uuid.uuid4().hex[:6]}",
+        report_frequency=1.0,
+        state_dir=tmp_path,
+        sync_mode=mode,
+        status=StatusSettings(app_pusher=mode is ClusterSyncMode.PUSH),
+    )
     cluster = options.identities()[0].name
     agent = Agent(options)
 
@@ -68,8 +80,8 @@ async def test_deletion_waits_for_a_child_cut_off_and_ends_when_it_has_pruned(
         assert maps() == {"a"}, "a cut-off child keeps what it has"
 
         await link.restore()
-        await eventually(lambda: maps() == set(), 30, what="the child pruned once back")
-        await eventually(lambda: _gone(subscriptions), 30, what="the Subscription gone once the child is clean")
+        await eventually(lambda: maps() == set(), 60, what="the child pruned once back")
+        await eventually(lambda: _gone(subscriptions), 60, what="the Subscription gone once the child is clean")
 
 
 async def _gone(subscriptions: ObjectStore[Subscription]) -> bool:
