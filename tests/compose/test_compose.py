@@ -25,6 +25,7 @@ import pytest
 from clusternet_nats.testing.natsserver import free_port
 from clusternet_nats.testing.tools import run_tool
 from clusternet_nats.testing.waiting import eventually
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.conftest import APPS, CLUSTERS, HubClient, owned_by
 
@@ -35,6 +36,8 @@ COMPOSE_FILE = REPO / "deploy" / "compose" / "compose.yaml"
 IMAGES_SCRIPT = REPO / "hack" / "images.sh"
 NO_ENGINE = 3  # hack/images.sh: no Docker engine can run here
 SUB = "app-demo"
+SERVICES = ("hub", "scheduler", "deployer", "predictor", "agent")
+FETCH = "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())"
 
 
 @dataclass
@@ -139,6 +142,17 @@ async def succeeded(hub: HubClient, expected: set[str]) -> dict[str, Any] | None
     return phases if ok else None
 
 
+async def samples(compose: Compose, service: str) -> dict[str, float]:
+    """A service's /metrics (its health port, inside its container) through Prometheus' text
+    parser: value by sample name, summed over labels."""
+    text = await compose.arun("exec", "-T", service, "python", "-c", FETCH, "http://127.0.0.1:8081/metrics")
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[sample.name] = out.get(sample.name, 0.0) + sample.value
+    return out
+
+
 async def test_compose_runs_the_replication_example_and_converges_after_nats_restarts(
     compose: Compose, credentials: Credentials, hub: HubClient, tmp_path: Path
 ) -> None:
@@ -148,7 +162,7 @@ async def test_compose_runs_the_replication_example_and_converges_after_nats_res
     assert (await compose.arun("exec", "-T", "hub", "id", "-u")).strip() == "10001"
     assert (await compose.arun("exec", "-T", "nats", "id", "-u")).strip() == "10001"
     running = set((await compose.arun("ps", "--status", "running", "--services")).split())
-    assert running == {"nats", "hub", "scheduler", "deployer", "predictor", "agent"}
+    assert running == {"nats", *SERVICES}
 
     mcls = await eventually(lambda: registered(hub), 120, 0.5, "3 simulated clusters registered")
     prod, beijing = namespaces_of(mcls, "env", "prod"), namespaces_of(mcls, "region", "ap-beijing")
@@ -157,6 +171,13 @@ async def test_compose_runs_the_replication_example_and_converges_after_nats_res
     assert applied.returncode == 0, applied.stderr + applied.stdout
     assert f"subscription.apps.clusternet.io/{SUB} created" in applied.stdout
     await eventually(lambda: succeeded(hub, prod), 120, 0.5, "a Success Description per prod cluster")
+
+    # Every service's metrics parse, with process metrics; the rollout shows in the histograms.
+    metrics = {service: await samples(compose, service) for service in SERVICES}
+    assert all("process_cpu_seconds_total" in found for found in metrics.values()), metrics
+    for service in ("scheduler", "deployer"):
+        assert metrics[service].get("cnet_reconcile_duration_seconds_count", 0) > 0, service
+    assert metrics["agent"].get("cnet_agent_apply_duration_seconds_count", 0) >= len(prod)
 
     nats = (await compose.arun("ps", "--quiet", "nats")).strip()
     started = await run_tool("docker", "inspect", "--format", "{{.State.StartedAt}}", nats)
