@@ -10,6 +10,7 @@ proto package, as a real collector would; the services are the processes users r
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -71,6 +72,16 @@ class Collector:
         return web.Response(body=body, content_type="application/x-protobuf")
 
 
+def _chain(span: Received, trace: list[Received]) -> list[str]:
+    """The services of the span's ancestors, nearest first, as far as they were received."""
+    by_id = {s.span_id: s for s in trace}
+    chain = []
+    while span.parent_id in by_id:
+        span = by_id[span.parent_id]
+        chain.append(span.service)
+    return chain
+
+
 @pytest.fixture
 async def collector() -> AsyncIterator[tuple[Collector, str]]:
     received = Collector()
@@ -108,7 +119,8 @@ async def test_one_cnet_apply_is_one_trace_through_every_process(
                 return None
             trace = [s for s in received.spans if s.trace_id == roots[0].trace_id]
             applies = [s for s in trace if s.service == "clusternet-agent" and s.name == "agent.apply"]
-            return trace if len(applies) >= 2 else None  # both prod clusters
+            complete = all(_chain(apply, trace)[-1:] == ["cnet"] for apply in applies)  # parents end later
+            return trace if len(applies) >= 2 and complete else None  # both prod clusters
 
         trace = await eventually(apply_trace, 60, what="cnet apply's trace with both clusters' applies")
     finally:
@@ -118,11 +130,16 @@ async def test_one_cnet_apply_is_one_trace_through_every_process(
     assert {"cnet", "clusternet-hub", "clusternet-scheduler", "clusternet-deployer", "clusternet-agent"} <= services
     puts = {s.attributes.get("url.path") for s in trace if s.service == "clusternet-hub" and s.name.startswith("PUT ")}
     assert SUBSCRIPTION_PATH in puts and len(puts) >= 2, f"every object's PUT is in the one trace: {puts}"
-    by_id = {s.span_id: s for s in trace}
     for apply in (s for s in trace if s.name == "agent.apply"):
-        chain = []
-        span = apply
-        while span.parent_id in by_id:
-            span = by_id[span.parent_id]
-            chain.append(span.service)
+        chain = _chain(apply, trace)
         assert chain[-1] == "cnet" and "clusternet-hub" in chain and "clusternet-deployer" in chain, chain
+
+    # Log lines written in the trace's spans carry its id, so a line leads to the trace.
+    trace_id = trace[0].trace_id
+    for name in ("hub", "scheduler", "deployer", "agent"):
+        lines = [json.loads(line) for line in system.services[name].log_path.read_text().splitlines() if line]
+        assert any(line.get("trace_id") == trace_id for line in lines), f"{name} logged nothing in the trace"
+    hub = [json.loads(line) for line in system.services["hub"].log_path.read_text().splitlines() if line]
+    (put,) = [r for r in hub if r.get("event") == "http.request" and r.get("path") == SUBSCRIPTION_PATH
+              and r["method"] == "PUT"]
+    assert put["trace_id"] == trace_id and len(put["span_id"]) == 16
