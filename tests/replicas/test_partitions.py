@@ -233,3 +233,25 @@ async def test_a_replica_stopping_cleanly_hands_over_its_leases(
     assert left == [], "the leaving replica left leases behind"
     await eventually(lambda: len(staying.owned) == PARTITIONS, timeout=20, what="all taken by the one staying")
     assert group.record.overlaps() == []
+
+
+async def test_a_replica_cut_off_briefly_stops_then_gets_its_share_again(group: Group) -> None:
+    """Cut off long enough to miss its renew deadline, it stops working at once; back, it either
+    renews (nobody took its partitions) or finds itself buried and joins again: either way the
+    three end balanced and no key was reconciled twice at once."""
+    replicas, share = await group.add("x", "y", "z"), math.ceil(PARTITIONS / 3)
+
+    def balanced() -> bool:
+        counts = [len(r.owned) for r in replicas]
+        return sum(counts) == PARTITIONS and all(0 < c <= share for c in counts)
+
+    await eventually(balanced, timeout=20, what="spread over 3 replicas")
+    churn = asyncio.create_task(keep_changing(replicas))
+    try:
+        await replicas[0].link.cut()
+        await eventually(lambda: not replicas[0].owned, timeout=10, what="the cut replica stops working")
+        await replicas[0].link.restore()
+        await eventually(balanced, timeout=30, what="balanced again with the replica back")
+    finally:
+        churn.cancel()
+    assert group.record.overlaps() == [], "a key was reconciled by two replicas at once"
