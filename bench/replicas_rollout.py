@@ -48,12 +48,12 @@ def one_run(workdir: Path, clusters: int, nats: int, replicas: int, log_level: s
         nats_cluster=nats,
         replicas=replicas,
     )
-    began = time.monotonic()
-    system.start(timeout=300)
-    start = time.monotonic() - began
-    manifests = system.workdir / "bench.yaml"
-    manifests.write_text(MANIFESTS)
     try:
+        began = time.monotonic()
+        system.start(timeout=300)
+        start = time.monotonic() - began
+        manifests = system.workdir / "bench.yaml"
+        manifests.write_text(MANIFESTS)
         elapsed = rollout(system, manifests, clusters, timeout)
         load = load_average()
         reference = asyncio.run(publish_async_rate(system.nats_url, int(system.stream_replicas)))
