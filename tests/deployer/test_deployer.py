@@ -347,7 +347,8 @@ async def test_missing_feed_blocks_with_a_warning_and_orphans_are_collected_at_s
         await eventually(failure_warned, timeout=20, what="UnSuccessfullyDeployed on the Subscription")
         await hub.store("Subscription").delete(ns, "app")
         # The agent prunes and deletes its status (the Base waits for that): then all goes.
-        await StatusStore(hub.js, "descriptions-status", DescriptionStatus).delete(object_key(cluster.namespace, desc.name))
+        reported = StatusStore(hub.js, "descriptions-status", DescriptionStatus)
+        await reported.delete(object_key(cluster.namespace, desc.name))
         await eventually(lambda: _is_none(hub.get("Base", cluster.namespace, base_name)), timeout=20, what="cleanup")
 
 
