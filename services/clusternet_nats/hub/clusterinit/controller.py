@@ -25,13 +25,14 @@ from clusternet_nats.api.meta import Condition, set_condition
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.domain import clusterinit as init
 from clusternet_nats.runtime.service import ServiceContext
+from clusternet_nats.store import object_key, split_key
 from clusternet_nats.store.index import Index
 
 log = structlog.get_logger(__name__)
 
 
 def _namespace_of(key: str) -> str:
-    return key.split(".", 1)[0]
+    return split_key(key, namespaced=True)[0]
 
 
 def _base_uids(description: Description) -> set[str]:
@@ -114,7 +115,7 @@ class ClusterInitController:
             return True
         labels = base.metadata.labels or {}
         namespace, name = labels.get(known.SUBS_NAMESPACE), labels.get(known.SUBS_NAME)
-        sub = self.subscriptions.get(f"{namespace}.{name}") if namespace and name else None
+        sub = self.subscriptions.get(object_key(namespace, name)) if namespace and name else None
         return (
             sub is not None
             and sub.metadata.uid == labels.get(known.SUBS_UID)
@@ -126,7 +127,7 @@ class ClusterInitController:
         return [b for b in found if b is not None and b.metadata.deletion_timestamp is None and self._is_default(b)]
 
     def _progress(self, namespace: str, base_name: str | None) -> init.Progress:
-        base = self.bases.get(f"{namespace}.{base_name}") if base_name else None
+        base = self.bases.get(object_key(namespace, base_name)) if base_name else None
         if base is None:
             return init.Progress(None)
         found = []
