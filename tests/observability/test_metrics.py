@@ -15,7 +15,7 @@ def scraped(name: str) -> dict[tuple[tuple[str, str], ...], float]:
 
 
 def test_sources_combine_and_leave_with_their_context() -> None:
-    first, second = Metrics("clusternet-agent"), Metrics("clusternet-agent")
+    first, second = Metrics(), Metrics()  # an agent's two clusters
     bucket = "test-combine"
     first.sample_value("cnet_workqueue_depth", lambda: 3, bucket)
     second.sample_value("cnet_workqueue_depth", lambda: 4, bucket)
@@ -34,4 +34,4 @@ def test_sources_combine_and_leave_with_their_context() -> None:
 
 def test_a_gauge_must_be_declared() -> None:
     with pytest.raises(KeyError, match="cnet_made_up"):
-        Metrics("x").sample_value("cnet_made_up", lambda: 1)
+        Metrics().sample_value("cnet_made_up", lambda: 1)

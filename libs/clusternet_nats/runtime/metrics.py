@@ -132,8 +132,7 @@ REGISTRY.register(_SAMPLED)
 class Metrics:
     """One service context's scrape-time sources; `close` removes them (the context stopped)."""
 
-    def __init__(self, service: str) -> None:
-        self.service = service
+    def __init__(self) -> None:
         self._mine: list[tuple[str, Reader]] = []
 
     def sample(self, name: str, read: Reader) -> None:

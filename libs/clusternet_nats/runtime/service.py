@@ -73,7 +73,7 @@ class ServiceContext:
         self.intake = intake
         """A registered cluster's: its writes and Events go to the hub's intake (store/intake.py)."""
         self.recorder = EventRecorder(self.js, name, intake)
-        self.metrics = Metrics(name)
+        self.metrics = Metrics()
         self.metrics.sample_value("cnet_nats_connected", lambda: 1.0 if nc.is_connected else 0.0)
         self.informers: list[Informer[object]] = []
         self.queues: list[WorkQueue] = []
