@@ -14,10 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from clusternet_nats.agent.service import Agent, AgentOptions
 from clusternet_nats.api.apps import Description, DescriptionPhase, DescriptionStatus
 from clusternet_nats.api.registry import by_kind
@@ -26,27 +24,16 @@ from clusternet_nats.deployer.service import build as build_deployer
 from clusternet_nats.hub.testing import running_hub
 from clusternet_nats.scheduler.service import build as build_scheduler
 from clusternet_nats.store import ObjectStore, StatusStore
-from clusternet_nats.store.tracecontext import SERVICE_ATTRIBUTE, use_provider
+from clusternet_nats.store.tracecontext import SERVICE_ATTRIBUTE
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually
 from nats.js import JetStreamContext
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from typer.testing import CliRunner
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "replication"
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    with use_provider(provider):
-        yield exporter
-    provider.shutdown()
 
 
 def _ancestors(span: ReadableSpan, by_id: dict[int, ReadableSpan]) -> list[ReadableSpan]:

@@ -4,29 +4,16 @@ key's context to its reconcile, parked keys counted until their next change."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
-import pytest
-from clusternet_nats.store.tracecontext import attached, extract, inject, span, use_provider
+from clusternet_nats.store.tracecontext import attached, extract, inject, span
 from clusternet_nats.store.workqueue import WorkQueue
 from clusternet_nats.testing.waiting import eventually
 from multidict import CIMultiDict, CIMultiDictProxy
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    with use_provider(provider):
-        yield exporter
 
 
 def trace_id(context: Context) -> str:
