@@ -1,10 +1,13 @@
 """Scrape-time gauges: sources of one name and labels in one process (an agent's clusters) combine,
-a stopped context's sources go, and a name not declared in runtime/metrics.py is refused."""
+a stopped context's sources go, and a name not declared in runtime/metrics.py is refused. The
+hub's request histogram times answers, not watches (they last as long as their client wants)."""
 
 from __future__ import annotations
 
 import pytest
+from clusternet_nats.hub.testing import running_hub
 from clusternet_nats.runtime.metrics import Metrics
+from clusternet_nats.testing.natsserver import NatsServer
 from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -35,3 +38,21 @@ def test_sources_combine_and_leave_with_their_context() -> None:
 def test_a_gauge_must_be_declared() -> None:
     with pytest.raises(KeyError, match="cnet_made_up"):
         Metrics().sample_value("cnet_made_up", lambda: 1)
+
+
+async def test_the_hub_times_answers_but_not_watches(nats_server: NatsServer) -> None:
+    def observed(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    async with running_hub(nats_server.url) as hub, hub.session() as session:
+        timed = observed("cnet_http_request_duration_seconds_count", method="GET")
+        answered = observed("cnet_http_requests_total", method="GET", code="200")
+        async with session.get("/apis/apps.clusternet.io/v1alpha1/subscriptions") as resp:
+            assert resp.status == 200
+        async with session.get(
+            "/apis/apps.clusternet.io/v1alpha1/subscriptions", params={"watch": "true", "timeoutSeconds": "1"}
+        ) as resp:
+            assert resp.status == 200
+            await resp.read()  # the stream ends at its timeout
+        assert observed("cnet_http_requests_total", method="GET", code="200") == answered + 2
+        assert observed("cnet_http_request_duration_seconds_count", method="GET") == timed + 1, "the watch is left out"

@@ -47,7 +47,7 @@ HTTP_REQUESTS = Counter(
 )
 HTTP_DURATION = Histogram(
     "cnet_http_request_duration_seconds",
-    "Time the hub took to answer a request, by method.",
+    "Time the hub took to answer a request, by method (streamed answers, such as watches, left out).",
     ["method"],
     buckets=_LATENCY_BUCKETS,
 )

@@ -67,7 +67,8 @@ async def _observed(request: web.Request, handler: Handler) -> web.StreamRespons
             current.set_attribute("enduser.id", user)
         elapsed = time.perf_counter() - started
         HTTP_REQUESTS.labels(request.method, str(response.status)).inc()
-        HTTP_DURATION.labels(request.method).observe(elapsed)
+        if isinstance(response, web.Response):  # a stream (a watch) lasts as long as its client wants
+            HTTP_DURATION.labels(request.method).observe(elapsed)
         access = log.debug if request.path in PROBE_PATHS else log.info
         access(  # in the span: the line carries its trace_id
             "http.request",
