@@ -25,11 +25,11 @@ from clusternet_nats.testing.waiting import eventually
 from tests.e2e.conftest import APPS, CLUSTERS, HubClient, cnet, owned_by
 from tests.helm_sim.test_examples_e2e import (
     COMPAT,
-    EXAMPLES,
     child_state,
     mysql_oci,
     mysql_repo,
     nfd_repo,
+    replication_example,
     rewritten,
     system,
 )
@@ -37,19 +37,6 @@ from tests.helm_sim.test_examples_e2e import (
 __all__ = ["mysql_oci", "mysql_repo", "nfd_repo", "system"]
 
 APPS_VERSION = "apps.clusternet.io/v1alpha1"
-
-
-def replication_example(out: Path, repo: str, namespace: str, cluster_id: str) -> list[Path]:
-    """replication-scheduling's files in apply order, the chart at `repo`, the Localizations in
-    `namespace` and the Subscription for `cluster_id` (what the example asks its reader to change)."""
-    return [
-        rewritten(EXAMPLES / "helm-chart-mysql.yaml", out, {"https://charts.bitnami.com/bitnami": repo}),
-        EXAMPLES / "nginx-deployment.yaml",
-        EXAMPLES / "nginx-svc.yaml",
-        EXAMPLES / "globalization.yaml",
-        rewritten(EXAMPLES / "localization.yaml", out, {"clusternet-5l82l": namespace}),
-        rewritten(EXAMPLES / "subscription.yaml", out, {"dc91021d-2361-4f6d-a404-7c33b9e01118": cluster_id}),
-    ]
 
 
 async def clusters(hub: HubClient) -> list[dict[str, Any]]:

@@ -31,8 +31,7 @@ from clusternet_nats.testing.tools import Tools, run_tool
 from clusternet_nats.testing.waiting import eventually
 
 from tests.deployer.test_deployer import Upstream, deployer, hub
-from tests.helm_compat.test_helm_examples import replication_example
-from tests.helm_sim.test_examples_e2e import mysql_repo
+from tests.helm_sim.test_examples_e2e import mysql_repo, replication_example
 
 __all__ = ["deployer", "hub", "mysql_repo"]
 

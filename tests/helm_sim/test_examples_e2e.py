@@ -80,6 +80,20 @@ def rewritten(path: Path, out: Path, replace: dict[str, str]) -> Path:
     return target
 
 
+def replication_example(out: Path, repo: str, namespace: str, cluster_id: str) -> list[Path]:
+    """replication-scheduling's files in apply order, the chart at `repo`, the Localizations in
+    `namespace` and the Subscription for `cluster_id` (what the example asks its reader to change)."""
+    return [
+        rewritten(EXAMPLES / "helm-chart-mysql.yaml", out, {"https://charts.bitnami.com/bitnami": repo}),
+        EXAMPLES / "nginx-deployment.yaml",
+        EXAMPLES / "nginx-svc.yaml",
+        EXAMPLES / "globalization.yaml",
+        rewritten(EXAMPLES / "localization.yaml", out, {"clusternet-5l82l": namespace}),
+        rewritten(EXAMPLES / "subscription.yaml", out, {"dc91021d-2361-4f6d-a404-7c33b9e01118": cluster_id}),
+    ]
+
+
+
 async def test_the_helm_examples_reach_success_on_simulated_clusters(
     system: System, hub: HubClient, mysql_repo: ChartRepo, tmp_path: Path
 ) -> None:
@@ -91,14 +105,7 @@ async def test_the_helm_examples_reach_success_on_simulated_clusters(
     first, second = clusters
     first_ns, first_id = first["metadata"]["namespace"], first["spec"]["clusterId"]
 
-    files = [
-        rewritten(EXAMPLES / "helm-chart-mysql.yaml", tmp_path, {"https://charts.bitnami.com/bitnami": mysql_repo.url}),
-        EXAMPLES / "nginx-deployment.yaml",
-        EXAMPLES / "nginx-svc.yaml",
-        EXAMPLES / "globalization.yaml",
-        rewritten(EXAMPLES / "localization.yaml", tmp_path, {"clusternet-5l82l": first_ns}),
-        rewritten(EXAMPLES / "subscription.yaml", tmp_path, {"dc91021d-2361-4f6d-a404-7c33b9e01118": first_id}),
-    ]
+    files = replication_example(tmp_path, mysql_repo.url, first_ns, first_id)
     # both clusters subscribe: the Localization then applies to one of them only
     sub = yaml.safe_load(files[-1].read_text())
     sub["spec"]["subscribers"] = [{"clusterAffinity": {}}]
