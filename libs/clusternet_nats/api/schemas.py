@@ -28,6 +28,7 @@ EXTRA_MODULES: list[str] = [
     "clusternet_nats.api.registration",
     "clusternet_nats.api.intake",
     "clusternet_nats.api.predictor",
+    "clusternet_nats.api.proxy",
 ]
 """Modules (dotted names) imported before generating, so their register_message calls run."""
 

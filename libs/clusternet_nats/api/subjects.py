@@ -165,6 +165,13 @@ PROXY = Subject(
     CLUSTER,
     "The hub's requests to one cluster's agent (Push mode: apply, prune; api/push.py).",
 )
+SOCKETS = Subject(
+    "clusternet.sockets.{namespace}.{stream}",
+    HUB,
+    CLUSTER,
+    "The hub's frames of one proxied HTTP exchange to a cluster's agent (`sockets/<id>/proxy`;"
+    " api/proxy.py); answered on `CLUSTER_REPLY`.",
+)
 CLUSTER_REPLY = Subject(
     "clusternet.reply.{namespace}.{id}",
     CLUSTER,
@@ -242,6 +249,7 @@ SUBJECTS: tuple[Subject, ...] = (
     INTAKE,
     CLUSTER_REPLY,
     PROXY,
+    SOCKETS,
     REGISTRATION,
     REGISTERING_INBOX,
     PREDICTOR,

@@ -51,6 +51,11 @@ class KubeApi:
     def server(self) -> str:
         return str(self._client.configuration.host)
 
+    @property
+    def client(self) -> ApiClient:
+        """The underlying client, for a caller that streams raw HTTP (the proxy's ApiServer)."""
+        return self._client
+
     async def close(self) -> None:
         await self._client.close()
 

@@ -23,6 +23,7 @@ from clusternet_nats.hub.discovery import Discovery
 from clusternet_nats.hub.errors import ApiError, undecodable
 from clusternet_nats.hub.events import Events
 from clusternet_nats.hub.predictor_routes import PredictorRoutes
+from clusternet_nats.hub.proxy import ProxyRoutes
 from clusternet_nats.hub.registration.http import ApprovalRoutes, TokenRoutes
 from clusternet_nats.hub.resources import Resources
 from clusternet_nats.hub.shadow import Shadow
@@ -120,6 +121,7 @@ def make_app(nc: NATS, ready: Callable[[], bool], gate: Gate) -> web.Application
     ApprovalRoutes(js).add_routes(app)
     views = ObjectViews(js)
     Discovery(views).add_routes(app)
+    ProxyRoutes(nc, views).add_routes(app)
     Shadow(Writer(views)).add_routes(app)
     Resources(views).add_routes(app)
     return app

@@ -24,6 +24,7 @@ from typing import Any
 from aiohttp import web
 from clusternet_nats.api import KindInfo, all_kinds, openapi
 from clusternet_nats.api.builtin_kinds import BUILTIN_VERBS, BuiltinKind, builtin_group_versions
+from clusternet_nats.api.proxy import PROXIES_GROUP, PROXIES_VERSION, SOCKETS_RESOURCE
 from clusternet_nats.hub.errors import ApiError, no_such_path
 from clusternet_nats.hub.shadow import SHADOW_GROUP, SHADOW_VERSION, ShadowResource, shadow_resources
 from clusternet_nats.store.views import ObjectViews
@@ -153,6 +154,17 @@ BUILTIN: dict[str, tuple[str, list[dict[str, Any]]]] = {
 }
 """Kubernetes' built-in group versions the shadow API serves at their own paths (`api.builtin_kinds`)."""
 CORE_V1 = CORE_RESOURCES + BUILTIN[""][1]
+PROXIES_RESOURCES: list[dict[str, Any]] = [
+    {"name": SOCKETS_RESOURCE, "singularName": "socket", "namespaced": False, "kind": "Socket", "verbs": []},
+    {
+        "name": f"{SOCKETS_RESOURCE}/proxy",
+        "singularName": "",
+        "namespaced": False,
+        "kind": "Socket",
+        "verbs": ["create", "delete", "get", "patch", "update"],
+    },
+]
+"""Clusternet's `sockets/<cluster-id>/proxy` (hub/proxy): a connect subresource, as it lists it."""
 
 
 def _group(name: str, version: str) -> dict[str, Any]:
@@ -166,6 +178,7 @@ class Discovery:
         self._groups: dict[str, str] = {info.group: info.version for info in all_kinds()}
         self._groups[SHADOW_GROUP] = SHADOW_VERSION
         self._groups.update((group, version) for group, (version, _) in BUILTIN.items() if group)
+        self._groups[PROXIES_GROUP] = PROXIES_VERSION
         self._documents: dict[str, bytes] = {}
 
     def add_routes(self, app: web.Application) -> None:
@@ -230,6 +243,8 @@ class Discovery:
             return [_shadow_resource(r) for r in await shadow_resources(self.views)]
         if group in BUILTIN:
             return BUILTIN[group][1]
+        if group == PROXIES_GROUP:
+            return PROXIES_RESOURCES
         return [r for info in all_kinds() if info.group == group for r in _kind_resources(info)]
 
     async def group(self, request: web.Request) -> web.Response:

@@ -32,6 +32,9 @@ class UpstreamRequest:
     body: bytes = b""
     timeout: float | None = None
     """Seconds for the whole exchange; None: no limit (a watch, `logs -f`)."""
+    client_certificate: tuple[bytes, bytes] | None = None
+    """(PEM certificate, PEM key) a user passed through (Clusternet-Certificate): call with it,
+    not with the agent's own credentials. With an `Authorization` header likewise."""
 
 
 @dataclass

@@ -8,6 +8,10 @@ ClusterRoles name them:
   too, when none are listed).
 - `view`: read them, likewise.
 
+Reaching a child through the proxy (`sockets/<cluster-id>/proxy`, Clusternet's aggregated API)
+needs a binding that lists the cluster's id in `clusters` (`"*"`: every cluster), whatever its
+role, or `admin`; the child's own RBAC then decides what the user may do there.
+
 Some things are admin-only whatever the role: bootstrap tokens and approvals (they mint cluster
 credentials), writing ClusterRegistrationRequests, creating or deleting ManagedClusters
 (deletion revokes a cluster), and non-resource paths but `/metrics` (for unscoped roles).
@@ -18,6 +22,9 @@ bindings:
     users: [alice]
     groups: [team-a]
     namespaces: [team-a]
+  - role: view
+    users: [alice]
+    clusters: [4a1f2a0e-8f7c-4a7e-9c55-0b5e1f1c2d3e]
 ```
 """
 
@@ -27,6 +34,7 @@ import asyncio
 from enum import StrEnum
 from pathlib import Path
 
+from clusternet_nats.api.proxy import PROXIES_GROUP, SOCKETS_RESOURCE
 from clusternet_nats.api.registration import BOOTSTRAP_TOKENS_PATH
 from clusternet_nats.api.yamljson import DecodeError, load_yaml
 from clusternet_nats.hub.auth.attributes import Attributes
@@ -55,6 +63,8 @@ class Binding(BaseModel):
     groups: tuple[str, ...] = ()
     namespaces: tuple[str, ...] = ()
     """Empty: every namespace and cluster-scoped objects."""
+    clusters: tuple[str, ...] = ()
+    """Cluster ids whose API server the users may reach through the proxy; `*`: every cluster."""
 
     def applies_to(self, attrs: Attributes) -> bool:
         return attrs.user.name in self.users or any(g in self.groups for g in attrs.user.groups)
@@ -62,6 +72,8 @@ class Binding(BaseModel):
     def allows(self, attrs: Attributes) -> bool:
         if self.role is Role.ADMIN:
             return True
+        if attrs.resource_request and attrs.group == PROXIES_GROUP:
+            return attrs.resource == SOCKETS_RESOURCE and bool({"*", attrs.name} & set(self.clusters))
         if admin_only(attrs):
             return False
         if not attrs.resource_request:

@@ -1,0 +1,127 @@
+"""The kube backend's `ApiServer`: the child's kube-apiserver, over the agent's own connection.
+
+Requests go out as they came (method, path, query, headers, body) with the agent's kubeconfig
+credentials added, and answers stream back unread: a watch's events or a log's lines as the server
+sends them, gzip left compressed (the client asked for it and decodes it), nothing buffered, so the
+proxy's credit window reaches back to this socket. A request carrying its own credential (a token in
+`Authorization`, or a client certificate, Clusternet's pass-through) goes on a connection without the
+agent's certificate and token, so the child sees that credential alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import ssl
+import tempfile
+
+import aiohttp
+from clusternet_nats.agent.backends.apiserver import UpstreamRequest, UpstreamResponse
+from clusternet_nats.api.proxy import answer_header, failure_status
+from kubernetes_asyncio.client import ApiClient, Configuration
+from multidict import CIMultiDict
+from yarl import URL
+
+
+class KubeApiServer:
+    def __init__(self, client: ApiClient) -> None:
+        self._client = client
+        self._configuration: Configuration = client.configuration
+
+    async def send(self, request: UpstreamRequest) -> UpstreamResponse:
+        url = URL(str(self._configuration.host).rstrip("/") + request.path, encoded=False)
+        if request.query:
+            url = URL(str(url) + "?" + request.query, encoded=True)
+        headers = CIMultiDict(request.headers)
+        own_credential = "Authorization" in headers or request.client_certificate is not None
+        if own_credential:
+            try:
+                context = await asyncio.to_thread(self._ssl, request.client_certificate)
+            except (ValueError, OSError) as err:
+                return _status(400, "BadRequest", str(err))
+            session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context))
+        else:
+            session = self._client.rest_client.pool_manager
+            auth = (await self._configuration.auth_settings()).get("BearerToken")
+            if auth:
+                headers["Authorization"] = auth["value"]
+        try:
+            response = await session.request(
+                request.method,
+                url,
+                headers=headers,
+                data=request.body or None,
+                timeout=aiohttp.ClientTimeout(total=request.timeout),
+                allow_redirects=False,
+                auto_decompress=False,
+            )
+        except (aiohttp.ClientError, OSError, TimeoutError) as err:
+            if own_credential:
+                await session.close()
+            return _status(503, "ServiceUnavailable", f"the cluster's API server is unreachable: {err!r}")
+        answer = [(k, v) for k, v in response.headers.items() if answer_header(k)]
+        return UpstreamResponse(response.status, answer, _Body(response, session if own_credential else None))
+
+    def _ssl(self, certificate: tuple[bytes, bytes] | None) -> ssl.SSLContext:
+        """The API server's CA and verification, and no client certificate but the user's."""
+        config = self._configuration
+        context = ssl.create_default_context(cafile=config.ssl_ca_cert)
+        if not config.verify_ssl:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if certificate is not None:
+            _load_pem_pair(context, *certificate)
+        return context
+
+
+def _load_pem_pair(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    """`load_cert_chain` reads files only: the pair goes through a private temporary directory."""
+    with tempfile.TemporaryDirectory(prefix="cnet-proxy-") as directory:
+        cert_file, key_file = os.path.join(directory, "tls.crt"), os.path.join(directory, "tls.key")
+        for path, data in ((cert_file, cert), (key_file, key)):
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as out:
+                out.write(data)
+        try:
+            context.load_cert_chain(cert_file, key_file)
+        except ssl.SSLError as err:
+            raise ValueError(f"the client certificate and key passed do not form a key pair: {err}") from None
+
+
+def _status(code: int, reason: str, message: str) -> UpstreamResponse:
+    body = _Body.of(failure_status(code, reason, message))
+    return UpstreamResponse(code, [("Content-Type", "application/json")], body)
+
+
+class _Body:
+    """The answer's chunks as they arrive; `aclose` releases the connection even if never read."""
+
+    def __init__(self, response: aiohttp.ClientResponse | None, session: aiohttp.ClientSession | None) -> None:
+        self.response, self.session = response, session
+        self.pending: list[bytes] = []
+
+    @classmethod
+    def of(cls, data: bytes) -> _Body:
+        body = cls(None, None)
+        body.pending.append(data)
+        return body
+
+    def __aiter__(self) -> _Body:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self.pending:
+            return self.pending.pop()
+        if self.response is not None:
+            chunk = await self.response.content.readany()
+            if chunk:
+                return chunk
+        await self.aclose()
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        if self.response is not None:
+            self.response.close()
+            self.response = None
+        if self.session is not None:
+            session, self.session = self.session, None
+            await session.close()
