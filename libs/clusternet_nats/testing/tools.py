@@ -41,10 +41,16 @@ def _parse(output: str) -> Tools:
 
 
 def ensure_tools() -> Tools:
-    """Builds the binaries if they are not cached yet (minutes), then returns their paths."""
-    result = subprocess.run(["bash", str(TOOLS_SCRIPT)], capture_output=True, text=True, check=False)
+    """Builds the binaries if they are not cached yet (minutes), then returns their paths.
+
+    The script's progress (which tool, time elapsed) goes to stderr as it runs, so a first run
+    outside `make test` is not silent for the minutes Kubernetes takes to build."""
+    result = subprocess.run(["bash", str(TOOLS_SCRIPT)], stdout=subprocess.PIPE, text=True, check=False)
     if result.returncode != 0:
-        raise ToolsError(f"{TOOLS_SCRIPT} failed (exit {result.returncode}):\n{result.stderr}")
+        raise ToolsError(
+            f"{TOOLS_SCRIPT} failed (exit {result.returncode}); its messages are above, and each tool's"
+            " build log is in the tools cache it names"
+        )
     return _parse(result.stdout)
 
 
