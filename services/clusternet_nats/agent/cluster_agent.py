@@ -19,6 +19,7 @@ from clusternet_nats.agent.collector import DEFAULT_COLLECT_FREQUENCY, LabelAggr
 from clusternet_nats.agent.description_controller import DescriptionController
 from clusternet_nats.agent.heartbeat import Heartbeat
 from clusternet_nats.agent.identity import ClusterIdentity
+from clusternet_nats.agent.proxy import ProxyServer
 from clusternet_nats.agent.push_responder import PushResponder
 from clusternet_nats.agent.registration import Enrollment
 from clusternet_nats.api.push import deployable_by_agent
@@ -78,6 +79,7 @@ class ClusterAgent:
             settings = self.settings
             if deployable_by_agent(self.identity.sync_mode, settings.app_pusher):
                 DescriptionController(self.ctx, self.identity, self.backend)
+            self.ctx.run_forever(ProxyServer(nc, self.identity, self.backend.apiserver()).serve)
             if settings.app_pusher:
                 self.ctx.run_forever(PushResponder(self.ctx, self.identity, DescriptionApplier(self.backend)).serve)
             collector = StatusCollector(

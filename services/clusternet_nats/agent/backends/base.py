@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from clusternet_nats.agent.backends.apiserver import ApiServer
 from clusternet_nats.api.apps import HelmRelease
 from clusternet_nats.api.meta import Taint
 
@@ -114,6 +115,9 @@ class ClusterBackend(Protocol):
         """Every owner label value present, so owners with no Description can be pruned."""
 
     async def facts(self) -> ClusterFacts: ...
+
+    def apiserver(self) -> ApiServer:
+        """The cluster's API server as the hub's proxy reaches it (after `start`)."""
 
     def on_status_change(self, listener: StatusListener) -> None:
         """Asks to be told when objects' status changes by itself (capacity freed, pods ready), and

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import structlog
+from clusternet_nats.agent.backends.apiserver import ApiServer
 from clusternet_nats.agent.backends.base import (
     ApplyOutcome,
     ClusterFacts,
@@ -28,6 +29,7 @@ from clusternet_nats.agent.backends.base import (
     install_order,
 )
 from clusternet_nats.agent.backends.kube import clusterid, facts
+from clusternet_nats.agent.backends.kube.apiserver import KubeApiServer
 from clusternet_nats.agent.backends.kube.applier import ManifestError, ServerSideApplier, describe, identify
 from clusternet_nats.agent.backends.kube.helm import RELEASE_KIND, Helm, release_ref, status_of
 from clusternet_nats.agent.backends.kube.ownership import AGENT_NAMESPACE, Kind, mark, owner_of, owner_selector
@@ -189,3 +191,7 @@ class KubeCluster:
 
     async def facts(self) -> ClusterFacts:
         return await facts.gather(self.api)
+
+    def apiserver(self) -> ApiServer:
+        """The child's API server for the hub's proxy, over this backend's connection (started)."""
+        return KubeApiServer(self.api.client)
