@@ -14,8 +14,10 @@ import pytest
 from clusternet_nats.agent.backends.apiserver import UpstreamRequest
 from clusternet_nats.agent.backends.base import ObjectRef
 from clusternet_nats.agent.backends.sim import SimCluster, Sizing
-from clusternet_nats.agent.cluster_agent import ClusterAgent
+from clusternet_nats.agent.cluster_agent import ClusterAgent, StatusSettings
 from clusternet_nats.agent.service import Agent, AgentOptions
+from clusternet_nats.api.clusters import ClusterSyncMode
+from clusternet_nats.deployer.service import build as build_deployer
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually, holds
@@ -133,6 +135,35 @@ async def test_replicas_another_writer_owns_stay_when_a_localization_removed_the
         )
 
     await holds(left_alone, SETTLE_SECONDS, "replicas the Localization removed are the other writer's")
+
+
+async def test_a_cluster_the_hub_pushes_to_puts_back_what_was_pushed(
+    nats_server: NatsServer, js: JetStreamContext
+) -> None:
+    agent = Agent(
+        AgentOptions(
+            cluster_name=f"push-{uuid.uuid4().hex[:6]}",
+            sync_mode=ClusterSyncMode.PUSH,
+            status=StatusSettings(app_pusher=True),
+        )
+    )
+    child = sim(agent.clusters[0])
+    ns = f"push-{uuid.uuid4().hex[:8]}"
+    descriptions = Descriptions(js, agent.clusters[0].identity.namespace)
+    settings = ObjectRef("v1", "ConfigMap", ns, "settings")
+    async with (
+        running_service("agent", agent.build, nats_server.url),
+        running_service("clusternet-deployer", build_deployer, nats_server.url),
+    ):
+        await descriptions.deployed("pushed", [namespace(ns), configmap(ns, "settings", {"a": "1"})])
+        await in_child(child, "PATCH", settings, {"data": {"a": "edited"}})
+        await eventually(lambda: (body(child, settings) or {}).get("data") == {"a": "1"}, 10, what="put back")
+        await eventually(
+            lambda: _mentions(descriptions.restore_events("pushed"), f"v1 ConfigMap {ns}/settings"), 10, what="Event"
+        )
+        # Removed by the hub: what it pushed is forgotten, so nothing is put back any more.
+        await descriptions.store.delete(descriptions.cluster_ns, "pushed")
+        await eventually(lambda: body(child, settings) is None, 10, what="pruned")
 
 
 async def test_an_apply_keeps_other_writers_fields_and_drops_only_what_it_no_longer_applies(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from clusternet_nats.agent.heartbeat import Heartbeat
 from clusternet_nats.agent.identity import ClusterIdentity
 from clusternet_nats.agent.proxy import ProxyServer
 from clusternet_nats.agent.push_responder import PushResponder
+from clusternet_nats.agent.recovery import PushedApplier, PushedRecovery
 from clusternet_nats.agent.registration import Enrollment
 from clusternet_nats.api.push import deployable_by_agent
 from clusternet_nats.api.registration import inbox_prefix
@@ -77,11 +78,16 @@ class ClusterAgent:
             intake = IntakeClient(nc, ident.cluster_id, ident.namespace) if self.enrollment is not None else None
             self.ctx = ServiceContext(COMPONENT, options, self._conn, nc, intake)
             settings = self.settings
-            if deployable_by_agent(self.identity.sync_mode, settings.app_pusher):
+            pulls = deployable_by_agent(self.identity.sync_mode, settings.app_pusher)
+            if pulls:
                 DescriptionController(self.ctx, self.identity, self.backend)
             self.ctx.run_forever(ProxyServer(nc, self.identity, self.backend.apiserver()).serve)
             if settings.app_pusher:
-                self.ctx.run_forever(PushResponder(self.ctx, self.identity, DescriptionApplier(self.backend)).serve)
+                applier = DescriptionApplier(self.backend)
+                if not pulls:  # the hub deploys: drift is put back from what it pushed
+                    applier = PushedApplier(self.backend)
+                    PushedRecovery(self.ctx, self.identity, applier)
+                self.ctx.run_forever(PushResponder(self.ctx, self.identity, applier).serve)
             collector = StatusCollector(
                 self.backend,
                 settings.collect_frequency,

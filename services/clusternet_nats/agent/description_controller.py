@@ -19,9 +19,9 @@ import structlog
 from clusternet_nats.agent.applier import DescriptionApplier
 from clusternet_nats.agent.backends.base import ClusterBackend
 from clusternet_nats.agent.identity import ClusterIdentity
+from clusternet_nats.agent.recovery import tell_restored
 from clusternet_nats.api.apps import Description, DescriptionPhase, DescriptionStatus
 from clusternet_nats.api.registry import by_kind
-from clusternet_nats.domain.descriptions import restored
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import StatusStore
 from clusternet_nats.store.deploy_events import DeployOutcomes
@@ -45,6 +45,7 @@ class DescriptionController:
         self.queue = ctx.queue("descriptions", self.reconcile)
         self.informer.add_handler(lambda key, _desc: self.queue.add(key))
         backend.on_status_change(self.queue.add)
+        backend.on_drift(self.queue.add)
         ctx.run_forever(self.prune_orphans)
         self._log = log.bind(cluster=identity.name)
         self.outcomes = DeployOutcomes(ctx.recorder, self._log)
@@ -66,9 +67,7 @@ class DescriptionController:
         await self.statuses.put_if_changed(key, status)
         await self.outcomes.report(key, self.informer.revision(key), desc, status)
         if deployed.restored:
-            event = restored(desc, [str(ref) for ref in deployed.restored])
-            self._log.info("description.restored", description=key, objects=[str(r) for r in deployed.restored])
-            await self.recorder.normal(desc, event.reason, event.message)
+            await tell_restored(self.recorder, self._log, desc, deployed.restored)
         if status.phase is DescriptionPhase.FAILURE:
             raise DeployError(status.reason)
 

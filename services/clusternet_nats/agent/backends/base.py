@@ -120,8 +120,11 @@ class ClusterBackend(Protocol):
         """The cluster's API server as the hub's proxy reaches it (after `start`)."""
 
     def on_status_change(self, listener: StatusListener) -> None:
-        """Asks to be told when objects' status changes by itself (capacity freed, pods ready), and
-        when an object applied is changed or deleted in the cluster by anyone else (drift)."""
+        """Asks to be told when objects' status changes by itself (capacity freed, pods ready)."""
+
+    def on_drift(self, listener: StatusListener) -> None:
+        """Asks to be told when an object applied is changed (in a field the apply set) or deleted
+        in the cluster by anyone else, so it is applied again (Clusternet's Recovery)."""
 
 
 def install_order(manifests: Sequence[RawObject]) -> list[RawObject]:

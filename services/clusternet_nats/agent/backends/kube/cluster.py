@@ -66,6 +66,7 @@ class KubeCluster:
         self._api: KubeApi | None = None
         self._started = False
         self._listeners: list[StatusListener] = []
+        self._drift_listeners: list[StatusListener] = []
 
     @property
     def api(self) -> KubeApi:
@@ -85,6 +86,7 @@ class KubeCluster:
             self.records = Records(self.api)
             self.watcher = AppliedWatcher(self.api)
             self.watcher.listeners = self._listeners
+            self.watcher.drift_listeners = self._drift_listeners
         await self.records.ensure_namespace()
         self._started = True
         log.info("kube.connected", server=self.api.server)
@@ -106,6 +108,9 @@ class KubeCluster:
 
     def on_status_change(self, listener: StatusListener) -> None:
         self._listeners.append(listener)
+
+    def on_drift(self, listener: StatusListener) -> None:
+        self._drift_listeners.append(listener)
 
     async def apply(self, owner: str, manifests: Sequence[RawObject]) -> ApplyOutcome:
         outcome = ApplyOutcome()

@@ -75,6 +75,7 @@ class AppliedWatcher:
     def __init__(self, api: KubeApi) -> None:
         self.api = api
         self.listeners: list[StatusListener] = []
+        self.drift_listeners: list[StatusListener] = []
         self._tasks: dict[Resource, asyncio.Task[None]] = {}
         self._applied: dict[ObjectRef, _Applied] = {}
         self._drifted: dict[ObjectRef, Identity] = {}
@@ -130,13 +131,14 @@ class AppliedWatcher:
                 owners.add(now.owner)
         elif before is not None and before.owner:
             owners.add(before.owner)
-        namespace, _, name = key.partition("/")
-        drifted = self._drift(ObjectRef(resource.api_version, resource.kind, namespace, name), obj, before)
-        if drifted is not None:
-            owners.add(drifted)
         for owner in sorted(owners):
             for listener in self.listeners:
                 listener(owner)
+        namespace, _, name = key.partition("/")
+        drifted = self._drift(ObjectRef(resource.api_version, resource.kind, namespace, name), obj, before)
+        if drifted is not None:
+            for listener in self.drift_listeners:
+                listener(drifted)
 
     def _drift(self, ref: ObjectRef, obj: Json | None, before: _Seen | None) -> str | None:
         """Marks `ref` drifted when the agent's fields differ from its apply's; the owner, if so."""

@@ -62,7 +62,8 @@ class SimCluster:
         self.objects = ObjectTable()
         self._state = StateFile(state_dir / f"{name}.json", self._snapshot) if state_dir else None
         self._listeners: list[StatusListener] = []
-        self.applied = AppliedObjects(self._notify, name)
+        self._drift_listeners: list[StatusListener] = []
+        self.applied = AppliedObjects(self._drifted, name)
         self.objects.on_change(self.applied.heard)
         self._placement = workloads.Placement()
         self._apiserver: ApiServer | None = None
@@ -91,6 +92,9 @@ class SimCluster:
 
     def on_status_change(self, listener: StatusListener) -> None:
         self._listeners.append(listener)
+
+    def on_drift(self, listener: StatusListener) -> None:
+        self._drift_listeners.append(listener)
 
     async def apply(self, owner: str, manifests: Sequence[RawObject]) -> ApplyOutcome:
         outcome = ApplyOutcome()
@@ -290,6 +294,10 @@ class SimCluster:
             if self.objects.set_status(obj.ref, status) and obj.owner and obj.owner != acting_owner:
                 moved.add(obj.owner)
         self._notify(moved)
+
+    def _drifted(self, owner: str) -> None:
+        for listener in self._drift_listeners:
+            listener(owner)
 
     def _notify(self, owners: set[str]) -> None:
         for owner in sorted(owners):

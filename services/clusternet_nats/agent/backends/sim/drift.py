@@ -83,7 +83,7 @@ def _owner(body: Body) -> str | None:
 class AppliedObjects:
     """Per object the agent applied: its fields as applied, and whether it drifted since."""
 
-    def __init__(self, notify: Callable[[set[str]], None], cluster: str) -> None:
+    def __init__(self, notify: Callable[[str], None], cluster: str) -> None:
         self._notify = notify
         self._applied: dict[ObjectRef, Body] = {}
         self._drifted: dict[ObjectRef, Identity] = {}
@@ -117,7 +117,7 @@ class AppliedObjects:
         self._log.info("drift.deleted" if event == DELETED else "drift.changed", object=str(obj.ref))
         owner = _owner(applied)
         if owner:
-            self._notify({owner})
+            self._notify(owner)
 
     # -- persistence ------------------------------------------------------------------------
 
