@@ -1,0 +1,107 @@
+"""The real kubectl against a real child control plane, reached only through the hub: the hub's
+HTTPS API, NATS, the agent's own leaf node dialling the hub through a link the test can cut, the
+agent, the child's kube-apiserver. Users are the hub's (tokens); the child sees them impersonated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+
+from clusternet_nats.testing.waiting import eventually
+
+from tests.proxy.conftest import Proxied
+
+
+async def _ok(proxied: Proxied, *args: str, user: str = "admin", input: str | None = None) -> str:
+    code, out, err = await proxied.kubectl(*args, user=user, input=input)
+    assert code == 0, err
+    return out
+
+
+async def test_get_apply_delete_in_the_child(proxied: Proxied) -> None:
+    out = await _ok(proxied, "get", "ns,deploy", "-A")
+    assert "namespace/kube-system" in out and "namespace/default" in out
+    name = f"px-{uuid.uuid4().hex[:6]}"
+    manifest = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}})
+    assert "created" in await _ok(proxied, "apply", "-n", "default", "-f", "-", input=manifest)
+    direct = proxied.plane.kubectl("get", "configmap", "-n", "default", name, "-o", "json")
+    assert direct.returncode == 0 and json.loads(direct.stdout)["data"] == {"k": "v"}
+    await _ok(proxied, "delete", "configmap", "-n", "default", name)
+    assert proxied.plane.kubectl("get", "configmap", "-n", "default", name).returncode != 0
+
+
+async def test_watch_sees_a_change_made_in_the_child_within_a_second(proxied: Proxied) -> None:
+    namespace = f"pxw-{uuid.uuid4().hex[:6]}"
+    assert proxied.plane.kubectl("create", "namespace", namespace).returncode == 0
+    assert proxied.plane.kubectl("create", "configmap", "seed", "-n", namespace).returncode == 0
+    argv = ["--kubeconfig", str(proxied.kubeconfig("admin")), "get", "configmap", "-n", namespace, "-w", "-o", "name"]
+    watch = await asyncio.create_subprocess_exec(
+        str(proxied.tools.kubectl), *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    assert watch.stdout is not None
+    lines: list[str] = []
+
+    async def follow() -> None:
+        assert watch.stdout is not None
+        while line := await watch.stdout.readline():
+            lines.append(line.decode().strip())
+
+    reader = asyncio.create_task(follow())
+    try:
+        await eventually(lambda: "configmap/seed" in lines, timeout=20, what="the watch's initial list")
+        created = await proxied.plane.kubectl_async("create", "configmap", "later", "-n", namespace)
+        assert created.returncode == 0, created.stderr
+        await eventually(lambda: "configmap/later" in lines, timeout=1.0, what="the child's change, watched")
+    finally:
+        watch.terminate()
+        await watch.wait()
+        reader.cancel()
+
+
+async def test_big_bodies_both_ways(proxied: Proxied) -> None:
+    """kube-apiserver refuses a ConfigMap over 1 MiB, so 10 MiB go as a dozen 900 KiB ones: each
+    created through the proxy (a request body of many frames), then listed back in one 10+ MiB answer."""
+    namespace = f"pxb-{uuid.uuid4().hex[:6]}"
+    await _ok(proxied, "create", "namespace", namespace)
+    sent = {f"big-{i}": uuid.uuid4().hex * (900 * 1024 // 32) for i in range(12)}
+    for name, value in sent.items():
+        manifest = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"v": value}}
+        await _ok(proxied, "create", "-n", namespace, "-f", "-", input=json.dumps(manifest))
+    listed = await _ok(proxied, "get", "configmap", "-n", namespace, "-o", "json")
+    assert len(listed) > 10 * 1024 * 1024
+    got = {item["metadata"]["name"]: item["data"]["v"] for item in json.loads(listed)["items"] if "v" in item["data"]}
+    assert got == sent
+    one = json.loads(await _ok(proxied, "get", "configmap", "-n", namespace, "big-3", "-o", "json"))
+    assert one["data"]["v"] == sent["big-3"]
+
+
+async def test_hub_refuses_a_user_without_the_cluster_and_the_child_refuses_an_impersonated_one(
+    proxied: Proxied,
+) -> None:
+    code, _, err = await proxied.kubectl("get", "pods", "-n", "default", user="carol")
+    assert code != 0 and "sockets" in err and "forbidden" in err.lower(), err
+    code, _, err = await proxied.kubectl("get", "pods", "-n", "default", user="bob")
+    # The child's own RBAC message, naming the hub's user: impersonation reached it.
+    assert code != 0 and 'User "bob" cannot list resource "pods"' in err, err
+
+
+async def test_a_cut_link_answers_503_at_once_and_works_after_restore(proxied: Proxied) -> None:
+    await proxied.link.cut()
+    try:
+        message = f"agent of cluster {proxied.identity.cluster_id} is disconnected"
+
+        async def refused_at_once() -> bool:
+            code, _, err = await proxied.kubectl("get", "ns", "--request-timeout=3s")
+            return code != 0 and message in err
+
+        await eventually(refused_at_once, timeout=15, what="503 once the hub's server lost the leaf")
+    finally:
+        await proxied.link.restore()
+
+    async def answers() -> bool:
+        code, _, _ = await proxied.kubectl("get", "ns", "--request-timeout=5s")
+        return code == 0
+
+    await eventually(answers, timeout=60, what="answers again once the leaf reconnected")
