@@ -46,12 +46,16 @@ async def cluster(nats_server: NatsServer, kube_children: list[ControlPlane]) ->
         )
 
 
+
+@pytest.fixture
+def descriptions(js: JetStreamContext, cluster: ClusterAgent) -> Descriptions:
+    return Descriptions(js, cluster.identity.namespace)
+
 async def test_objects_changed_or_deleted_with_kubectl_are_put_back_with_an_event(
-    js: JetStreamContext, kube_children: list[ControlPlane], cluster: ClusterAgent
+    kube_children: list[ControlPlane], cluster: ClusterAgent, descriptions: Descriptions
 ) -> None:
     plane = kube_children[0]
     ns = f"drift-{uuid.uuid4().hex[:8]}"
-    descriptions = Descriptions(js, cluster.identity.namespace)
     manifests = [namespace(ns), configmap(ns, "settings", {"a": "1"}), deployment(ns, "web", 2)]
     await descriptions.deployed("shop", manifests)
     original = await kubectl_json(plane, "deployment", "-n", ns, "web")
@@ -104,11 +108,10 @@ async def test_objects_changed_or_deleted_with_kubectl_are_put_back_with_an_even
 
 
 async def test_replicas_another_manager_owns_stay_when_a_localization_removed_them(
-    js: JetStreamContext, kube_children: list[ControlPlane], cluster: ClusterAgent
+    kube_children: list[ControlPlane], cluster: ClusterAgent, descriptions: Descriptions
 ) -> None:
     plane = kube_children[0]
     ns = f"hpa-{uuid.uuid4().hex[:8]}"
-    descriptions = Descriptions(js, cluster.identity.namespace)
     scaled = without_replicas(cluster.identity.namespace, deployment(ns, "by-hpa", 2))
     await descriptions.deployed("apps", [namespace(ns), scaled, deployment(ns, "fixed", 2)])
 

@@ -64,12 +64,16 @@ async def in_child(child: SimCluster, method: str, ref: ObjectRef, patch: Any = 
     return answer
 
 
+
+@pytest.fixture
+def descriptions(js: JetStreamContext, cluster: ClusterAgent) -> Descriptions:
+    return Descriptions(js, cluster.identity.namespace)
+
 async def test_objects_changed_or_deleted_in_the_child_are_put_back_with_an_event(
-    js: JetStreamContext, cluster: ClusterAgent
+    cluster: ClusterAgent, descriptions: Descriptions
 ) -> None:
     child = sim(cluster)
     ns = f"drift-{uuid.uuid4().hex[:8]}"
-    descriptions = Descriptions(js, cluster.identity.namespace)
     manifests = [namespace(ns), configmap(ns, "settings", {"a": "1"}), deployment(ns, "web", 2)]
     await descriptions.deployed("shop", manifests)
     settings, web = ObjectRef("v1", "ConfigMap", ns, "settings"), ObjectRef("apps/v1", "Deployment", ns, "web")
@@ -107,11 +111,10 @@ async def test_objects_changed_or_deleted_in_the_child_are_put_back_with_an_even
 
 
 async def test_replicas_another_writer_owns_stay_when_a_localization_removed_them(
-    js: JetStreamContext, cluster: ClusterAgent
+    cluster: ClusterAgent, descriptions: Descriptions
 ) -> None:
     child = sim(cluster)
     ns = f"hpa-{uuid.uuid4().hex[:8]}"
-    descriptions = Descriptions(js, cluster.identity.namespace)
     scaled = without_replicas(cluster.identity.namespace, deployment(ns, "by-hpa", 2))
     await descriptions.deployed("apps", [namespace(ns), scaled, deployment(ns, "fixed", 2)])
     by_hpa, fixed = ObjectRef("apps/v1", "Deployment", ns, "by-hpa"), ObjectRef("apps/v1", "Deployment", ns, "fixed")
