@@ -352,3 +352,32 @@ async def test_methods_and_paths_kube_apiserver_refuses(cluster: SimCluster) -> 
     assert status == 404 and body["message"] == 'deployments.apps "absent" not found'
     status, body = await call(cluster, "PUT", f"{DEPLOYS}/other", body=deployment("web"))
     assert status == 404, "PUT never creates"
+
+
+async def test_pods_derived_from_workloads_are_listed_and_watched(cluster: SimCluster) -> None:
+    big = deployment("big", 3)
+    big["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+    big["spec"]["template"]["metadata"] = {"labels": {"app": "big"}}
+    await cluster.apply(OWNER, [big])  # 2 nodes of 4 CPU: two pods fit, one is Pending
+    status, listed = await call(cluster, "GET", "/api/v1/pods")
+    assert status == 200 and listed["kind"] == "PodList"
+    phases = sorted(p["status"]["phase"] for p in listed["items"])
+    assert phases == ["Pending", "Running", "Running"]
+    first = listed["items"][0]
+    assert first["metadata"]["name"].startswith("big-") and first["metadata"]["labels"] == {"app": "big"}
+    assert first["metadata"]["ownerReferences"][0]["kind"] == "Deployment"
+    _, again = await call(cluster, "GET", "/api/v1/namespaces/apps/pods")
+    assert [p["metadata"]["name"] for p in again["items"]] == [p["metadata"]["name"] for p in listed["items"]]
+    status, refused = await call(cluster, "DELETE", f"/api/v1/namespaces/apps/pods/{first['metadata']['name']}")
+    assert status == 405 and refused["reason"] == "MethodNotAllowed"
+    watch = await send(cluster, "GET", "/api/v1/namespaces/apps/pods", "watch=1&labelSelector=app%3Dbig")
+    initial = await events(watch, 3)
+    assert [t for t, _ in initial] == ["ADDED"] * 3
+    merge = "application/merge-patch+json"
+    await call(cluster, "PATCH", f"{DEPLOYS}/big", body={"spec": {"replicas": 1}}, content_type=merge)
+    scaled_down = await events(watch, 2)
+    await call(cluster, "PATCH", f"{DEPLOYS}/big", body={"spec": {"replicas": 2}}, content_type=merge)
+    scaled_up = await events(watch, 1)
+    await watch.close()
+    assert [t for t, _ in scaled_down] == ["DELETED", "DELETED"], "3 -> 1: two pods went, the one kept is untouched"
+    assert [(t, o["status"]["phase"]) for t, o in scaled_up] == [("ADDED", "Running")]

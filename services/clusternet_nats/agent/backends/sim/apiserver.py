@@ -13,10 +13,11 @@ made "directly in the child" reschedules workloads and is seen by the agent's dr
 Deliberate departures, for a cluster that exists only in memory:
 - no RBAC: the impersonation headers the agent sets are accepted and ignored. A simulated
   cluster trusts its agent, which only forwards what the hub authorised;
-- JSON only: a request for a Table (kubectl get asks for one with a JSON fallback) gets JSON,
-  which kubectl prints with its NAME/AGE columns; a request accepting only Table or protobuf is a 406;
-- Nodes are the sim's sized nodes, read-only; pods are not kept (the sim counts placed
-  replicas per workload, not pods), so there is no `pods` resource;
+- JSON and Tables (sim/tables.py) only: a protobuf body (kubectl's typed `create namespace`)
+  is a 415, a client accepting only protobuf a 406;
+- Nodes are the sim's sized nodes and pods are derived from workloads (sim/pods.py), both
+  read-only; a watch on pods reports the difference between what it last sent and the
+  workloads now, so states it did not stay for are coalesced;
 - a `continue` token reads the current state after its key rather than a snapshot;
 - strategic merge patches guess merge keys (domain/patches.py); server-side apply is a 415;
 - a deleted Namespace and what it holds go at once (no Terminating phase).
@@ -45,6 +46,7 @@ from clusternet_nats.agent.backends.base import ObjectRef
 from clusternet_nats.agent.backends.sim.admission import AdmissionError, admit, namespace_ref
 from clusternet_nats.agent.backends.sim.cluster import K8S_VERSION, RELEASE_API_VERSION, SYSTEM_NAMESPACES, SimCluster
 from clusternet_nats.agent.backends.sim.nodes import ARCH, OS, resources
+from clusternet_nats.agent.backends.sim.pods import pods_of
 from clusternet_nats.agent.backends.sim.store import ADDED, DELETED, MODIFIED, Body, SimObject
 from clusternet_nats.agent.backends.sim.tables import INCLUDE_OBJECT, table, table_version
 from clusternet_nats.api import LabelSelector
@@ -119,13 +121,16 @@ class Resource:
         return [entry, scale]
 
 
+_NODES = Resource("", "v1", "Node", "nodes", False, ("no",), verbs=READ_VERBS)
+_PODS = Resource("", "v1", "Pod", "pods", True, ("po",), ("all",), verbs=READ_VERBS)
+"""Derived from the sim's nodes and workloads, never stored: read-only."""
 _FIXED = (
     Resource("", "v1", "Namespace", "namespaces", False, ("ns",)),
-    Resource("", "v1", "Node", "nodes", False, ("no",), verbs=READ_VERBS),
+    _NODES,
+    _PODS,
     *(Resource(k.group, k.version, k.kind, k.plural, k.namespaced, k.short_names, k.categories) for k in BUILTIN_KINDS),
     Resource(RELEASE_API_VERSION.partition("/")[0], RELEASE_API_VERSION.partition("/")[2], "Release", "releases", True),
 )
-_NODES = _FIXED[1]
 
 
 class _Failure(Exception):
@@ -299,7 +304,7 @@ class SimApiServer:
         resource = scope.resource
         if method != "GET" and method not in ("POST", "PUT", "PATCH", "DELETE"):
             raise _method_not_allowed()
-        if method != "GET" and resource is _NODES:
+        if method != "GET" and resource in (_NODES, _PODS):
             raise _method_not_allowed()
         if resource.namespaced and scope.namespace is None and method != "GET":
             raise _method_not_allowed() if name is None else _not_found_path()
@@ -383,6 +388,9 @@ class SimApiServer:
         """What the scope covers, in etcd's key order (namespace, name)."""
         if scope.resource is _NODES:
             return ((ObjectRef("v1", "Node", "", n["metadata"]["name"]), n) for n in self._nodes())
+        if scope.resource is _PODS:
+            held = [p for o in self._objects if scope.namespace in (None, o.ref.namespace) for p in pods_of(o)]
+            return sorted(held, key=lambda item: (item[0].namespace, item[0].name))
         held = [(o.ref, o.body) for o in self._objects if scope.holds(o.ref)]
         return sorted(held, key=lambda item: (item[0].namespace, item[0].name))
 
@@ -460,11 +468,16 @@ class SimApiServer:
         self, scope: _Scope, since: int | None, timeout: float | None, bookmarks: bool
     ) -> AsyncIterator[bytes]:
         deadline = None if timeout is None else time.monotonic() + timeout
-        if since is None:
-            since = self._objects.revision
-            for ref, body in self._served(scope):
-                if scope.selector.matches(ref, _labels(body)):
-                    yield _line(ADDED, _encode(body))
+        derived = scope.resource is _PODS
+        shown: dict[ObjectRef, tuple[bytes, bytes]] = {}
+        """A derived resource's objects as this watch last reported them (as compared, as sent)."""
+        if since is None or derived:
+            now = self._objects.revision
+            shown = self._matching(scope)
+            if since is None:
+                for _, encoded in shown.values():
+                    yield _line(ADDED, encoded)
+            since = now
         elif since < self._floor:
             gone = _Failure(410, "Expired", f"too old resource version: {since} ({self._floor + 1})")
             yield _line("ERROR", _encode(gone.status()))
@@ -483,9 +496,17 @@ class SimApiServer:
                 changes.append(change)
             for change in reversed(changes):
                 cursor = change.revision
-                event = _event_for(scope, change)
+                event = None if derived else _event_for(scope, change)
                 if event is not None:
                     yield _line(event, change.encoded)
+            if derived and changes:
+                current = self._matching(scope)
+                for ref, (compared, encoded) in current.items():
+                    if ref not in shown or shown[ref][0] != compared:
+                        yield _line(MODIFIED if ref in shown else ADDED, encoded)
+                for ref in shown.keys() - current.keys():
+                    yield _line(DELETED, shown[ref][1])
+                shown = current
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return
@@ -496,6 +517,16 @@ class SimApiServer:
                 if bookmarks:
                     mark = {"kind": scope.resource.kind, "apiVersion": scope.resource.api_version}
                     yield _line("BOOKMARK", _encode(mark | {"metadata": {"resourceVersion": str(cursor)}}))
+
+    def _matching(self, scope: _Scope) -> dict[ObjectRef, tuple[bytes, bytes]]:
+        """What the scope selects, each encoded without its resourceVersion (a derived pod's is
+        its workload's: a change to the workload alone is no change to the pod) and as sent."""
+        out = {}
+        for ref, body in self._served(scope):
+            if scope.selector.matches(ref, _labels(body)):
+                meta = {k: v for k, v in body["metadata"].items() if k != "resourceVersion"}
+                out[ref] = (_encode(body | {"metadata": meta}), _encode(body))
+        return out
 
     # -- writes ---------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from clusternet_nats.agent.backends.sim.pods import pod_ready
 from clusternet_nats.api.printer_columns import age
 
 Body = dict[str, Any]
@@ -120,6 +121,12 @@ _COLUMNS: dict[str, tuple[_Column, ...]] = {
         _Column("Selector", _selector, priority=1),
     ),
     "Job": (_Column("Completions", _completions), _AGE, *_WORKLOAD_WIDE),
+    "Pod": (
+        _Column("Ready", lambda body, _now: pod_ready(body)),
+        _Column("Status", _text("status", "phase")),
+        _Column("Restarts", lambda _b, _n: 0, "integer"),
+        _AGE,
+    ),
     "ConfigMap": (_Column("Data", _data_count, "integer"), _AGE),
     "Secret": (_Column("Type", _text("type", default="Opaque")), _Column("Data", _data_count, "integer"), _AGE),
     "Service": (
