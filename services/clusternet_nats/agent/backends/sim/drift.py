@@ -91,9 +91,10 @@ class AppliedObjects:
 
     def to_store(self, ref: ObjectRef, desired: Body, live: SimObject | None) -> Body:
         """The body an apply of `desired` stores (see `merged`); remembers `desired` as applied,
-        first, so the write it is for is not taken for drift."""
+        first, so the write it is for is not taken for drift. `desired` is the admitted body, the
+        caller's own (the table stores a copy), so it is kept as it is."""
         previous = self._applied.get(ref)
-        self._applied[ref] = copy.deepcopy(desired)
+        self._applied[ref] = desired
         return desired if live is None else merged(live.body, previous, desired)
 
     def stored(self, ref: ObjectRef, obj: SimObject) -> bool:
