@@ -23,6 +23,7 @@ from clusternet_nats.api.paths import object_path
 from clusternet_nats.api.registry import CATEGORIES
 from clusternet_nats.cli import approval as approval_cli
 from clusternet_nats.cli import config as cnet_config
+from clusternet_nats.cli import proxy as proxy_cli
 from clusternet_nats.cli import token as token_cli
 from clusternet_nats.cli import waiting
 from clusternet_nats.cli.apply import Target, apply_one, delete_one, load_files
@@ -397,6 +398,47 @@ def wait(
 
     for line in _run(ctx, work):
         typer.echo(line)
+
+
+def _proxy_config(ctx: typer.Context, clusters: Sequence[str]) -> dict[str, object]:
+    async def work(client: HubClient) -> list[tuple[str, str]]:
+        return await proxy_cli.resolve_clusters(client, clusters)
+
+    try:
+        return proxy_cli.kubeconfig(_client_settings(ctx), _run(ctx, work))
+    except proxy_cli.ProxyError as err:
+        _fail(str(err))
+
+
+@app.command("kubeconfig")
+def kubeconfig_command(
+    ctx: typer.Context,
+    clusters: Annotated[list[str], typer.Argument(help="Child clusters: ManagedCluster name, NAMESPACE/NAME or id.")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE (0600), not stdout.")] = None,
+) -> None:
+    """A kubeconfig with one context per child cluster, reaching it through the hub's proxy."""
+    text = proxy_cli.dump(_proxy_config(ctx, clusters))
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        proxy_cli.write_private(output, text)
+
+
+@app.command("proxy", context_settings={"ignore_unknown_options": True})
+def proxy_command(
+    ctx: typer.Context,
+    cluster: Annotated[str, typer.Argument(help="Child cluster: ManagedCluster name, NAMESPACE/NAME or id.")],
+    args: Annotated[list[str] | None, typer.Argument(help="kubectl's arguments, after --.")] = None,
+    kubectl: Annotated[Path | None, typer.Option("--kubectl", help="kubectl (else $CNET_KUBECTL, PATH).")] = None,
+) -> None:
+    """Runs kubectl against a child cluster through the hub: `cnet proxy CLUSTER -- get pods -A`."""
+    try:
+        binary = proxy_cli.find_kubectl(kubectl)
+        config = _proxy_config(ctx, [cluster])
+        code = proxy_cli.run_kubectl(binary, config, str(config["current-context"]), args or [])
+    except proxy_cli.ProxyError as err:
+        _fail(str(err))
+    raise typer.Exit(code)
 
 
 rollout_app = typer.Typer(help="How a Subscription's rollout is going.", no_args_is_help=True)
