@@ -94,6 +94,7 @@ _WORKLOAD_WIDE = (
     _Column("Containers", _containers("name"), priority=1),
     _Column("Images", _containers("image"), priority=1),
 )
+_REPLICATED_TAIL = (_AGE, *_WORKLOAD_WIDE, _Column("Selector", _selector, priority=1))
 
 _COLUMNS: dict[str, tuple[_Column, ...]] = {
     "Namespace": (_Column("Status", _text("status", "phase", default="Active")), _AGE),
@@ -107,18 +108,14 @@ _COLUMNS: dict[str, tuple[_Column, ...]] = {
         _Column("Ready", _ready),
         _Column("Up-to-date", _status_int("updatedReplicas"), "integer"),
         _Column("Available", _status_int("availableReplicas"), "integer"),
-        _AGE,
-        *_WORKLOAD_WIDE,
-        _Column("Selector", _selector, priority=1),
+        *_REPLICATED_TAIL,
     ),
     "StatefulSet": (_Column("Ready", _ready), _AGE, *_WORKLOAD_WIDE),
     "ReplicaSet": (
         _Column("Desired", lambda body, _now: int(_path(body, "spec", "replicas") or 0), "integer"),
         _Column("Current", _status_int("replicas"), "integer"),
         _Column("Ready", _status_int("readyReplicas"), "integer"),
-        _AGE,
-        *_WORKLOAD_WIDE,
-        _Column("Selector", _selector, priority=1),
+        *_REPLICATED_TAIL,
     ),
     "Job": (_Column("Completions", _completions), _AGE, *_WORKLOAD_WIDE),
     "Pod": (
