@@ -207,8 +207,9 @@ async def test_bridge_reads_the_kinds_it_needs_and_no_secret(
         (False, ("escalate", "clusterroles.rbac.authorization.k8s.io")),
         (False, ("bind", "clusterroles.rbac.authorization.k8s.io")),
         (False, ("create", "clusterrolebindings.rbac.authorization.k8s.io")),
-        (False, ("impersonate", "users")),
-        (False, ("impersonate", "serviceaccounts", "-n", "kube-system")),
+        (True, ("impersonate", "users")),  # the hub's proxy: the child's RBAC decides as the user
+        (True, ("impersonate", "groups")),
+        (True, ("impersonate", "serviceaccounts", "-n", "kube-system")),
         (False, ("create", "pods/exec", "-n", "any")),
         (False, ("create", "pods", "-n", "any")),
         (False, ("delete", "nodes")),

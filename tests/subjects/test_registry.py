@@ -48,7 +48,12 @@ def test_grants_are_the_table_bound_to_the_identity() -> None:
         "clusternet.reply.clusternet-abcde.>",
         "clusternet.registration.c1",
     ]
-    assert granted.subscribe == ["_INBOX_c1.>", "clusternet.proxy.clusternet-abcde.>", "_INBOX_REG_c1.>"]
+    assert granted.subscribe == [
+        "_INBOX_c1.>",
+        "clusternet.proxy.clusternet-abcde.>",
+        "clusternet.sockets.clusternet-abcde.>",  # the hub's proxied exchanges (api/proxy.py)
+        "_INBOX_REG_c1.>",
+    ]
     token = permissions.registering("c1")
     assert (token.publish, token.subscribe) == (["clusternet.registration.c1"], ["_INBOX_REG_c1.>"])
     # Every subject a cluster is granted is one the table says it uses, and no hub-only subject is.

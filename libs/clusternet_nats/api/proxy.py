@@ -98,7 +98,6 @@ class ProxyUser(Model):
     name: str
     uid: str = ""
     groups: list[str] = Field(default_factory=list)
-    extra: dict[str, list[str]] = Field(default_factory=dict)
 
 
 class ChildCredential(Model):

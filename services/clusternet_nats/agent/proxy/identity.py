@@ -10,8 +10,6 @@ hub did: the agent never forwards a header that would change who it acts as.
 
 from __future__ import annotations
 
-from urllib.parse import quote
-
 from clusternet_nats.agent.backends.apiserver import UpstreamRequest
 from clusternet_nats.api.proxy import ProxyOpen, forwardable
 from clusternet_nats.api.proxy import ProxyUser as User
@@ -20,13 +18,12 @@ AUTHENTICATED = "system:authenticated"
 
 
 def impersonation(user: User) -> list[tuple[str, str]]:
-    """`Impersonate-*` headers for `user` (kube-apiserver adds `system:authenticated` itself)."""
+    """`Impersonate-*` headers for `user` (kube-apiserver adds `system:authenticated` itself).
+    Extras are not forwarded: each would need its own `userextras/<key>` grant in the child."""
     headers = [("Impersonate-User", user.name)]
     headers += [("Impersonate-Group", group) for group in user.groups if group != AUTHENTICATED]
     if user.uid:
         headers.append(("Impersonate-Uid", user.uid))
-    for key, values in sorted(user.extra.items()):
-        headers += [(f"Impersonate-Extra-{quote(key, safe='')}", value) for value in values]
     return headers
 
 

@@ -200,9 +200,7 @@ async def _keep_alive(request: web.Request, stream: HubStream) -> None:
 
 
 def _proxy_user(user: UserInfo) -> ProxyUser:
-    return ProxyUser(
-        name=user.name, uid=user.uid, groups=list(user.groups), extra={k: list(v) for k, v in user.extra.items()}
-    )
+    return ProxyUser(name=user.name, uid=user.uid, groups=list(user.groups))
 
 
 def _credential(request: web.Request, user: UserInfo) -> ChildCredential | None:
