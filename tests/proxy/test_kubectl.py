@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from typing import Any
 
+from clusternet_nats.api.proxy import CLUSTERNET_TOKEN, PROXY_PREFIX
 from clusternet_nats.testing.waiting import eventually
 
 from tests.proxy.conftest import Proxied
@@ -105,3 +107,36 @@ async def test_a_cut_link_answers_503_at_once_and_works_after_restore(proxied: P
         return code == 0
 
     await eventually(answers, timeout=60, what="answers again once the leaf reconnected")
+
+
+async def _whoami(proxied: Proxied, user: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+    """The child's SelfSubjectReview through the proxy: who the child's API server sees."""
+    path = f"{PROXY_PREFIX}{proxied.identity.cluster_id}/proxy/direct/apis/authentication.k8s.io/v1/selfsubjectreviews"
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    async with proxied.hub.session(user) as session, session.post(path, json=review, headers=headers) as response:
+        return response.status, await response.json()
+
+
+async def test_the_child_sees_the_hub_user_or_the_credential_passed_clusternets_way(proxied: Proxied) -> None:
+    status, seen = await _whoami(proxied, "bob")
+    assert status == 201, seen
+    assert seen["status"]["userInfo"]["username"] == "bob"
+    assert "dev" in seen["status"]["userInfo"]["groups"]
+
+    assert proxied.plane.kubectl("create", "serviceaccount", "px-viewer", "-n", "default").returncode in (0, 1)
+    token = proxied.plane.kubectl("create", "token", "px-viewer", "-n", "default").stdout.strip()
+    assert token
+    # Whatever Authorization or Impersonate-* the client adds never reaches the child.
+    forged = {"Impersonate-User": "system:admin", "Impersonate-Group": "system:masters"}
+    status, seen = await _whoami(proxied, "bob", {CLUSTERNET_TOKEN: token, **forged})
+    assert status == 201, seen
+    assert seen["status"]["userInfo"]["username"] == "system:serviceaccount:default:px-viewer"
+    status, seen = await _whoami(proxied, "bob", forged)
+    assert seen["status"]["userInfo"]["username"] == "bob"
+
+
+async def test_an_upgrade_refused_by_the_child_reaches_kubectl_unchanged(proxied: Proxied) -> None:
+    """The test control planes have no kubelet: a port-forward cannot succeed, and the child's own
+    refusal is what kubectl must show."""
+    code, _, err = await proxied.kubectl("port-forward", "-n", "default", "pod/px-nowhere", "18080:80")
+    assert code != 0 and 'pods "px-nowhere" not found' in err, err
