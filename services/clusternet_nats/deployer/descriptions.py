@@ -10,7 +10,7 @@ Pure functions: the reconciler gathers the inputs from the caches and writes the
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,7 @@ from clusternet_nats.api.apps import (
 from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.api.meta import Feed
 from clusternet_nats.deployer.bases import derived_metadata
-from clusternet_nats.deployer.overrides import SourcedOverride, apply_overrides, select_overrides
+from clusternet_nats.deployer.overrides import OverrideError, SourcedOverride, apply_overrides, select_overrides
 from clusternet_nats.domain.feeds import Selector, chart_feed, feed_key, feed_selector, manifest_selectors
 from clusternet_nats.domain.patches import merge_patch
 from clusternet_nats.domain.replicas import replica_json_path
@@ -84,11 +84,15 @@ def _dumps(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def render_generic(manifests: Sequence[tuple[Feed, Manifest]], target: Target) -> DescriptionSpec:
-    """Raises OverrideError."""
+def render_generic(
+    manifests: Sequence[tuple[Feed, Manifest]],
+    target: Target,
+    selected: Sequence[list[SourcedOverride]] | None = None,
+) -> DescriptionSpec:
+    """Raises OverrideError. `selected`: the overrides of each manifest, when already chosen."""
     raw: list[bytes] = []
-    for feed, manifest in manifests:
-        overrides = target.overrides(manifest_selectors(manifest))
+    for index, (feed, manifest) in enumerate(manifests):
+        overrides = list(selected[index]) if selected is not None else target.overrides(manifest_selectors(manifest))
         replicas = target.replicas.get(feed_key(feed))
         if replicas is not None:
             path = replica_json_path(feed.api_version, feed.kind)
@@ -106,14 +110,16 @@ def _replicas_override(sub: Subscription, replicas: int, path: str) -> SourcedOv
     return SourcedOverride(sub, config)
 
 
-def render_helm(charts: Sequence[HelmChart], target: Target) -> DescriptionSpec:
-    """Raises OverrideError."""
+def render_helm(
+    charts: Sequence[HelmChart], target: Target, selected: Sequence[list[SourcedOverride]] | None = None
+) -> DescriptionSpec:
+    """Raises OverrideError. `selected`: the overrides of each chart, when already chosen."""
     refs: list[ChartReference] = []
     chart_raw: list[bytes] = []
     values: list[bytes] = []
-    for chart in charts:
-        selectors = {feed_selector(chart_feed(chart.namespace, chart.name))}
-        chart_values, chart_patch = apply_overrides(target.overrides(selectors))
+    for index, chart in enumerate(charts):
+        overrides = selected[index] if selected is not None else target.overrides(_chart_selectors(chart))
+        chart_values, chart_patch = apply_overrides(overrides)
         rendered = clean(chart.to_json_dict())
         if isinstance(chart_patch, dict):
             rendered = merge_patch(rendered, _without_chart_identity(chart_patch))
@@ -121,6 +127,10 @@ def render_helm(charts: Sequence[HelmChart], target: Target) -> DescriptionSpec:
         chart_raw.append(_dumps(rendered))
         values.append(_dumps(chart_values if chart_values is not None else {}))
     return DescriptionSpec(deployer=DeployerType.HELM, charts=refs, chart_raw=chart_raw, raw=values)
+
+
+def _chart_selectors(chart: HelmChart) -> set[Selector]:
+    return {feed_selector(chart_feed(chart.namespace, chart.name))}
 
 
 def _without_chart_identity(patch: dict[str, Any]) -> dict[str, Any]:
@@ -139,3 +149,56 @@ def description_for(base: Base, spec: DescriptionSpec) -> Description:
         metadata=derived_metadata(base, base.metadata.labels or {}),
         spec=spec,
     )
+
+
+def _sources(overrides: Sequence[SourcedOverride]) -> tuple[tuple[str | None, ...], ...]:
+    """Which revisions of which objects `overrides` come from: the same sources give the same
+    overrides, in the same order (select_overrides takes every override of a source it selects)."""
+    return tuple(
+        (o.source.kind, o.source.namespace, o.source.name, o.source.metadata.uid, o.source.metadata.resource_version)
+        for o in overrides
+    )
+
+
+class Renderings:
+    """One Subscription's resolved feeds rendered for its clusters, each distinct input once.
+
+    Clusters that select the same overrides (the same revisions of the same Globalizations and
+    Localizations) and get the same replica shares get the same Descriptions, so a fleet under a
+    few Globalizations is rendered a few times, not once per cluster. Choosing a cluster's
+    overrides stays per cluster (it is what tells clusters apart) and is cheap beside applying
+    them and encoding the result. A failed override fails the same way for every cluster with
+    those inputs, so the OverrideError is kept too.
+    """
+
+    def __init__(self, manifests: Sequence[tuple[Feed, Manifest]], charts: Sequence[HelmChart]) -> None:
+        self.manifests = manifests
+        self.charts = charts
+        self._done: dict[Hashable, list[DescriptionSpec] | OverrideError] = {}
+
+    @property
+    def distinct(self) -> int:
+        """How many different renderings were made (what tests and benches look at)."""
+        return len(self._done)
+
+    def render(self, target: Target) -> list[DescriptionSpec]:
+        """The specs of `target`'s Descriptions (Generic, then Helm; each only if it has feeds).
+        Raises OverrideError."""
+        generic = [target.overrides(manifest_selectors(manifest)) for _, manifest in self.manifests]
+        helm = [target.overrides(_chart_selectors(chart)) for chart in self.charts]
+        shares = tuple(target.replicas.get(feed_key(feed)) for feed, _ in self.manifests)
+        key = (tuple(map(_sources, generic)), tuple(map(_sources, helm)), shares)
+        found = self._done.get(key)
+        if found is None:
+            try:
+                found = []
+                if self.manifests:
+                    found.append(render_generic(self.manifests, target, generic))
+                if self.charts:
+                    found.append(render_helm(self.charts, target, helm))
+            except OverrideError as err:
+                found = err
+            self._done[key] = found
+        if isinstance(found, OverrideError):
+            raise found
+        return found

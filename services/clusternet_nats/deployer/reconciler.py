@@ -9,7 +9,10 @@ override leaves a cluster's Descriptions as they are (Clusternet blocks too), wi
 
 from __future__ import annotations
 
+import functools
+from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import structlog
 import structlog.contextvars
@@ -17,8 +20,8 @@ from clusternet_nats.api.apps import (
     Base,
     DeployerType,
     Description,
-    DescriptionSpec,
     HelmChart,
+    Localization,
     Manifest,
     Subscription,
     SubscriptionStatus,
@@ -31,18 +34,17 @@ from clusternet_nats.deployer.bases import cluster_labels, desired_base
 from clusternet_nats.deployer.caches import Caches
 from clusternet_nats.deployer.deletion import SubscriptionDeletion
 from clusternet_nats.deployer.descriptions import (
+    Renderings,
     Target,
     cluster_replicas,
     description_for,
-    render_generic,
-    render_helm,
     short_replicas,
 )
 from clusternet_nats.deployer.helmreleases import HelmReleases
 from clusternet_nats.deployer.overrides import OverrideError
 from clusternet_nats.deployer.status import Release, aggregate
 from clusternet_nats.deployer.warnings import Warnings
-from clusternet_nats.deployer.writes import Outcome, ensure, remove
+from clusternet_nats.deployer.writes import Outcome, concurrently, ensure, remove
 from clusternet_nats.domain.descriptions import SUCCESSFULLY_DEPLOYED, failed
 from clusternet_nats.domain.feeds import format_feed, is_chart_feed
 from clusternet_nats.domain.finalizers import is_deleting
@@ -53,11 +55,33 @@ from clusternet_nats.store import ObjectStore, StatusStore, object_key
 log = structlog.get_logger(__name__)
 
 SUBSCRIPTION_STATUS_BUCKET = KindInfo.of(Subscription).status_bucket or ""
+PARALLELISM = 64
+"""Clusters of one Subscription whose writes are in flight at once."""
+
+Resolved = tuple[list[tuple[Feed, Manifest]], list[HelmChart]]
+"""A Subscription's feeds resolved: the objects of its manifest feeds (in order), its charts."""
+
+
+@dataclass(frozen=True)
+class Placed:
+    """What one bound cluster has after a reconcile."""
+
+    base: Base
+    descriptions: list[Description]
+    helm_kept: set[str]
+    release: Release
 
 
 class Deployer:
-    def __init__(self, ctx: ServiceContext, caches: Caches, feed_in_use_protection: bool = False) -> None:
+    def __init__(
+        self,
+        ctx: ServiceContext,
+        caches: Caches,
+        feed_in_use_protection: bool = False,
+        parallelism: int = PARALLELISM,
+    ) -> None:
         self.caches = caches
+        self.parallelism = parallelism
         self.deletion = SubscriptionDeletion(ctx, caches, feed_in_use_protection)
         self.recorder = ctx.recorder
         self.warnings = Warnings(ctx.recorder)
@@ -87,39 +111,51 @@ class Deployer:
 
     async def _deploy(self, sub: Subscription, binding: SubscriptionBinding) -> None:
         await self._check_replicas(sub, binding)
+        uid = sub.metadata.uid or ""
         placements = [
             (index, cluster)
             for index, entry in enumerate(binding.binding_clusters)
             if (cluster := self.caches.cluster(entry)) is not None
         ]
-        bases = [await self._sync_base(sub, cluster) for _, cluster in placements]
-        await self._delete_unbound_bases(sub, {self.bases.key_of(base) for base in bases})
+        # What every cluster shares is read once: the feeds (and their finalizers put on), the
+        # overrides, the Descriptions there are now by cluster namespace.
+        resolved = await self._resolve(sub.spec.feeds)
+        renderings = resolved if isinstance(resolved, Feed) else Renderings(*resolved)
+        globalizations = self.caches.globalizations.values()
+        localizations: dict[str, list[Localization]] = defaultdict(list)
+        for localization in self.caches.localizations.values():
+            localizations[localization.namespace].append(localization)
+        existing: dict[str, list[Description]] = defaultdict(list)
+        for description in self.caches.descriptions_of(uid):
+            existing[description.namespace].append(description)
 
-        releases: list[Release] = []
-        kept: set[str] = set()
-        helm_kept: set[str] = set()
-        for (index, cluster), base in zip(placements, bases, strict=True):
-            target = self._target(sub, cluster, cluster_replicas(binding, index))
-            descriptions = await self._sync_descriptions(sub, base, target)
-            kept |= {self.descriptions.key_of(desc) for desc in descriptions}
+        async def place(index: int, cluster: ManagedCluster) -> Placed:
+            base = await self._sync_base(sub, cluster)
+            target = Target(
+                namespace=cluster.namespace,
+                labels=cluster_labels(cluster),
+                subscription=sub,
+                replicas=cluster_replicas(binding, index),
+                globalizations=globalizations,
+                localizations=localizations.get(cluster.namespace, ()),
+            )
+            current = existing.get(cluster.namespace, [])
+            descriptions = await self._sync_descriptions(base, target, renderings, current)
+            helm_kept: set[str] = set()
             for desc in descriptions:
                 if desc.spec.deployer is DeployerType.HELM:
                     status = self.caches.description_statuses.get(self.descriptions.key_of(desc))
                     helm_kept |= await self.helm_releases.sync(desc, status)
-            releases.append(await self._release(sub, cluster, descriptions))
-        await self.helm_releases.delete_stale(sub.metadata.uid or "", helm_kept)
-        await self._delete_stale_descriptions(sub, kept)
-        await self._sync_status(sub, releases)
+            return Placed(base, descriptions, helm_kept, await self._release(sub, cluster, descriptions))
 
-    def _target(self, sub: Subscription, cluster: ManagedCluster, replicas: dict[str, int]) -> Target:
-        return Target(
-            namespace=cluster.namespace,
-            labels=cluster_labels(cluster),
-            subscription=sub,
-            replicas=replicas,
-            globalizations=self.caches.globalizations.values(),
-            localizations=self.caches.localizations.values(),
+        placed = await concurrently(
+            self.parallelism, [functools.partial(place, index, cluster) for index, cluster in placements]
         )
+        await self._delete_unbound_bases(sub, {self.bases.key_of(p.base) for p in placed})
+        await self.helm_releases.delete_stale(uid, set().union(*(p.helm_kept for p in placed)))
+        kept = {self.descriptions.key_of(desc) for p in placed for desc in p.descriptions}
+        await self._delete_stale_descriptions(sub, kept)
+        await self._sync_status(sub, [p.release for p in placed])
 
     async def _check_replicas(self, sub: Subscription, binding: SubscriptionBinding) -> None:
         short = short_replicas(binding)
@@ -152,47 +188,52 @@ class Deployer:
 
     # -- Descriptions ----------------------------------------------------------------------
 
-    async def _sync_descriptions(self, sub: Subscription, base: Base, target: Target) -> list[Description]:
-        """Renders `base` for its cluster; returns the Descriptions it has now (kept as they were if blocked)."""
-        existing = [d for d in self.caches.descriptions_of(sub.metadata.uid or "") if d.namespace == base.namespace]
-        feeds = await self._resolve(base)
-        if feeds is None:
+    async def _sync_descriptions(
+        self,
+        base: Base,
+        target: Target,
+        renderings: Renderings | Feed,
+        existing: list[Description],
+    ) -> list[Description]:
+        """Renders `base` for its cluster; returns the Descriptions it has now (kept as they were
+        if blocked: `renderings` is the feed that does not exist, or an override fails)."""
+        if isinstance(renderings, Feed):
+            message = f"Base {base.namespaced_name()} is using a nonexistent {format_feed(renderings)}"
+            await self.warnings.warn(base, "feeds", f"Nonexistent{renderings.kind}", message)
             return existing
-        manifests, charts = feeds
+        self.warnings.resolve(base, "feeds")
         try:
-            specs: list[DescriptionSpec] = []
-            if manifests:
-                specs.append(render_generic(manifests, target))
-            if charts:
-                specs.append(render_helm(charts, target))
+            specs = renderings.render(target)
         except OverrideError as err:
             await self._override_failed(base, err)
             return existing
         self.warnings.resolve(base, "overrides")
         return [await self._sync_description(base, description_for(base, spec)) for spec in specs]
 
-    async def _resolve(self, base: Base) -> tuple[list[tuple[Feed, Manifest]], list[HelmChart]] | None:
-        """The objects of every feed in order, or None (with a Warning) when one does not exist."""
+    async def _resolve(self, feeds: Sequence[Feed]) -> Resolved | Feed:
+        """The objects of every feed in order, their feed finalizers put on; or the first feed
+        that does not exist (then nothing is rendered, and nothing held)."""
         manifests: list[tuple[Feed, Manifest]] = []
         charts: list[HelmChart] = []
-        for feed in base.spec.feeds:
+        for feed in feeds:
             if is_chart_feed(feed):
                 chart = self.caches.chart_for(feed)
-                found = chart is not None
-                if chart is not None:
-                    await self.deletion.hold_feed(chart)
-                    charts.append(chart)
+                if chart is None:
+                    return feed
+                charts.append(chart)
             else:
                 objects = self.caches.manifests_for(feed)
-                found = bool(objects)
-                for manifest in objects:
-                    await self.deletion.hold_feed(manifest)
+                if not objects:
+                    return feed
                 manifests.extend((feed, manifest) for manifest in objects)
-            if not found:
-                message = f"Base {base.namespaced_name()} is using a nonexistent {format_feed(feed)}"
-                await self.warnings.warn(base, "feeds", f"Nonexistent{feed.kind}", message)
-                return None
-        self.warnings.resolve(base, "feeds")
+        # Once each, though several feeds may select one object: a second write would be stale.
+        unique: dict[tuple[str, str], Manifest | HelmChart] = {}
+        for manifest in (manifest for _, manifest in manifests):
+            unique.setdefault((manifest.kind, manifest.namespaced_name()), manifest)
+        for chart in charts:
+            unique.setdefault((chart.kind, chart.namespaced_name()), chart)
+        for obj in unique.values():
+            await self.deletion.hold_feed(obj)
         return manifests, charts
 
     async def _override_failed(self, base: Base, err: OverrideError) -> None:

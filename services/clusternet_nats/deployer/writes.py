@@ -7,6 +7,8 @@ data. Labels the deployer does not own are kept, as Clusternet's update merges t
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
 from enum import StrEnum
 from typing import TypeVar
 
@@ -14,6 +16,7 @@ from clusternet_nats.api.meta import KubeObject
 from clusternet_nats.store import ObjectStore
 
 K = TypeVar("K", bound=KubeObject)
+R = TypeVar("R")
 
 
 class Outcome(StrEnum):
@@ -54,3 +57,30 @@ async def ensure(store: ObjectStore[K], current: K | None, desired: K) -> tuple[
 async def remove(store: ObjectStore[K], obj: K) -> None:
     """Deletes `obj` as it was read (CAS on its revision); already gone is fine."""
     await store.delete(obj.metadata.namespace, obj.name, obj.metadata.resource_version)
+
+
+async def concurrently(limit: int, work: Iterable[Callable[[], Awaitable[R]]]) -> list[R]:
+    """Runs each of `work` with at most `limit` at once; their results in order.
+
+    So that the writes for many clusters are in flight together (one connection pipelines them)
+    instead of one round trip after another. The first failure (a lost compare-and-set, say)
+    cancels the rest and is raised as itself, so the work queue retries the whole reconcile as
+    it would after a sequential one failed.
+    """
+    slots = asyncio.Semaphore(limit)
+
+    async def one(job: Callable[[], Awaitable[R]]) -> R:
+        async with slots:
+            return await job()
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(one(job)) for job in work]
+    except ExceptionGroup as failures:
+        raise _first(failures) from None
+    return [task.result() for task in tasks]
+
+
+def _first(group: BaseExceptionGroup[Exception]) -> Exception:
+    first = group.exceptions[0]
+    return _first(first) if isinstance(first, BaseExceptionGroup) else first
