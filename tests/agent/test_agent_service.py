@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import nats.errors
 from clusternet_nats.agent.backends.base import ObjectRef
 from clusternet_nats.agent.backends.sim import SimCluster
 from clusternet_nats.agent.backends.sim.cluster import RELEASE_API_VERSION
@@ -27,6 +29,7 @@ from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually
 from nats.js import JetStreamContext
+from nats.js.kv import KeyValue
 
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}
 DEPLOYMENT = {
@@ -105,6 +108,7 @@ async def test_a_generic_description_is_applied_reported_pruned_and_removed(
         return found.value if found and found.value.phase is DescriptionPhase.SUCCESS else None
 
     async with running_service("agent", agent.build, nats_server.url):
+        watch = await (await js.key_value("descriptions-status")).watch(key, include_history=False)
         created = await descriptions.create(desc)
         status = await eventually(phase_success, 10, what="Description Success")
         assert status.manifest_statuses is not None
@@ -117,6 +121,9 @@ async def test_a_generic_description_is_applied_reported_pruned_and_removed(
             "availableReplicas": 2,
             "unavailableReplicas": 0,
         }
+        phases = [DescriptionStatus.model_validate_json(entry.value or b"{}").phase async for entry in _written(watch)]
+        assert phases[0] is DescriptionPhase.PENDING, "recorded before the first apply"
+        assert phases[-1] is DescriptionPhase.SUCCESS
         assert await sim(mine).owners() == {key}
         assert await sim(other).owners() == set()
         assert await statuses.bucket.keys(f"{other.identity.namespace}.>") == []
@@ -132,6 +139,17 @@ async def test_a_generic_description_is_applied_reported_pruned_and_removed(
         await eventually(lambda: sim(mine).objects.get(DEPLOYMENT_REF) is None, 10, what="objects removed")
         await eventually(lambda: _absent(statuses, key), 10, what="status removed")
         assert await sim(mine).owners() == set()
+
+
+async def _written(watch: KeyValue.KeyWatcher) -> AsyncIterator[KeyValue.Entry]:
+    """What the watch saw written so far (every revision, though the bucket keeps one)."""
+    while True:
+        try:
+            entry = await watch.updates(timeout=0.5)
+        except nats.errors.TimeoutError:
+            return
+        if entry is not None and entry.value:
+            yield entry
 
 
 async def _absent(statuses: StatusStore[DescriptionStatus], key: str) -> bool:

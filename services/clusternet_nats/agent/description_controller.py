@@ -1,19 +1,21 @@
 """Makes the child cluster hold exactly what its Descriptions say, and reports how that went.
 
-Level-triggered: reconcile(key) reads the Description as it is now. Present: deploy it (see
-applier.py) and write `descriptions-status` if it changed. Absent: delete everything it applied
-and its status. The backend queues a Description again when its objects' status changes, or
-when one is changed or deleted in the cluster by anyone else (drift); an apply that puts such
-objects back is told by a SuccessfullyDeployed Event naming them, as Clusternet's agent
-(Recovery) records one after its re-apply. Watching only `<dedicated namespace>.>` of `descriptions` (in registration
-mode through the consumer the hub makes for the cluster) is what confines a child to its own
-keys. Only once the informer has listed (and so holds
-every Description, not a partial view) are owners found in the cluster with no Description
-queued for removal, so what was deleted while the agent was down or cut off is pruned, and
-nothing else is.
+Level-triggered: reconcile(key) reads the Description as it is now. Present: record it Pending
+if it has no status yet, deploy it (see applier.py) and write `descriptions-status` if it
+changed. Absent: delete everything it applied and its status. The backend queues a Description
+again when its objects' status changes, or when one is changed or deleted in the cluster by
+anyone else (drift); an apply that puts such objects back is told by a SuccessfullyDeployed
+Event naming them, as Clusternet's agent (Recovery) records one after its re-apply. Watching only
+`<dedicated namespace>.>` of `descriptions` (in registration mode through the consumer the hub
+makes for the cluster) is what confines a child to its own keys. Only once the informer has
+listed (and so holds every Description, not a partial view) are owners found in the cluster
+with no Description queued for removal, so what was deleted while the agent was down or cut off
+is pruned, and nothing else is.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import structlog
 from clusternet_nats.agent.applier import DescriptionApplier
@@ -25,6 +27,7 @@ from clusternet_nats.api.registry import by_kind
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import StatusStore
 from clusternet_nats.store.deploy_events import DeployOutcomes
+from clusternet_nats.store.errors import AlreadyExistsError
 from clusternet_nats.store.keys import namespace_filter
 
 log = structlog.get_logger(__name__)
@@ -50,6 +53,8 @@ class DescriptionController:
         self._log = log.bind(cluster=identity.name)
         self.outcomes = DeployOutcomes(ctx.recorder, self._log)
         self.recorder = ctx.recorder
+        self._recorded: set[str] = set()
+        """Descriptions whose status is known to exist (Pending at least)."""
 
     async def prune_orphans(self) -> None:
         """Queues every owner in the cluster whose Description is gone (run once listed)."""
@@ -62,6 +67,7 @@ class DescriptionController:
         if desc is None:
             await self._remove(key)
             return
+        await self._record_pending(key)
         deployed = await self.applier.deploy_restoring(key, desc)
         status = deployed.status
         await self.statuses.put_if_changed(key, status)
@@ -71,7 +77,20 @@ class DescriptionController:
         if status.phase is DescriptionPhase.FAILURE:
             raise DeployError(status.reason)
 
+    async def _record_pending(self, key: str) -> None:
+        """Before the first apply, a Pending status: a Subscription's deletion waits for every
+        child whose status exists, so a child cut off after applying but before reporting is
+        waited for too (what Clusternet's Description finalizer gives it)."""
+        if key in self._recorded:
+            return
+        if await self.statuses.get(key) is None:
+            # Written meanwhile (a previous life of this agent): it exists, as wanted.
+            with contextlib.suppress(AlreadyExistsError):
+                await self.statuses.put(key, DescriptionStatus(phase=DescriptionPhase.PENDING), 0)
+        self._recorded.add(key)
+
     async def _remove(self, key: str) -> None:
+        self._recorded.discard(key)
         pruned = await self.applier.remove(key)
         if await self.statuses.get(key) is not None:
             await self.statuses.delete(key)
