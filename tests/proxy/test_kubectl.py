@@ -12,6 +12,7 @@ from typing import Any
 
 from clusternet_nats.api.proxy import CLUSTERNET_TOKEN, PROXY_PREFIX
 from clusternet_nats.testing.waiting import eventually
+from yarl import URL
 
 from tests.proxy.conftest import Proxied
 
@@ -140,3 +141,22 @@ async def test_an_upgrade_refused_by_the_child_reaches_kubectl_unchanged(proxied
     refusal is what kubectl must show."""
     code, _, err = await proxied.kubectl("port-forward", "-n", "default", "pod/px-nowhere", "18080:80")
     assert code != 0 and 'pods "px-nowhere" not found' in err, err
+
+
+async def test_unknown_cluster_discovery_and_the_scheme_host_form(proxied: Proxied) -> None:
+    async with proxied.hub.session() as session:
+        async with session.get(f"{PROXY_PREFIX}{uuid.uuid4()}/proxy/direct/version") as response:
+            assert response.status == 404 and "no cluster has the id" in (await response.json())["message"]
+        async with session.get("/apis/proxies.clusternet.io/v1alpha1") as response:
+            names = [r["name"] for r in (await response.json())["resources"]]
+            assert names == ["sockets", "sockets/proxy"]
+        base = f"{PROXY_PREFIX}{proxied.identity.cluster_id}/proxy"
+        server = URL(proxied.plane.server)
+
+        async def via_reported_url() -> bool:
+            async with session.get(f"{base}/{server.scheme}/{server.raw_authority}/version") as response:
+                return response.status == 200 and "gitVersion" in await response.json()
+
+        await eventually(via_reported_url, timeout=30, what="the API server URL the heartbeat reports")
+        async with session.get(f"{base}/https/example.com:443/version") as response:
+            assert response.status == 502 and "only its own API server" in (await response.json())["message"]

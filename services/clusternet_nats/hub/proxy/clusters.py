@@ -22,6 +22,19 @@ class ClusterIndex:
         self.informer: Informer[ManagedCluster] = Informer(
             nc, js, store.info.bucket, lambda key, data, revision: store.decode(data, revision, key)
         )
+        self._keys: dict[str, str] = {}
+        """Cluster id (spec or label) → the ManagedCluster's key."""
+        self._ids: dict[str, set[str]] = {}
+        self.informer.add_handler(self._index)
+
+    def _index(self, key: str, cluster: ManagedCluster | None) -> None:
+        for stale in self._ids.pop(key, set()):
+            if self._keys.get(stale) == key:
+                del self._keys[stale]
+        if cluster is not None:
+            ids = {cluster.spec.cluster_id, (cluster.metadata.labels or {}).get(CLUSTER_ID)} - {None, ""}
+            self._ids[key] = {str(i) for i in ids}
+            self._keys.update((i, key) for i in self._ids[key])
 
     def add_to(self, app: web.Application) -> None:
         async def start(_app: web.Application) -> None:
@@ -35,7 +48,5 @@ class ClusterIndex:
 
     async def find(self, cluster_id: str) -> ManagedCluster | None:
         await self.informer.wait_synced(SYNC_TIMEOUT)
-        for cluster in self.informer.values():
-            if cluster_id in (cluster.spec.cluster_id, (cluster.metadata.labels or {}).get(CLUSTER_ID)):
-                return cluster
-        return None
+        key = self._keys.get(cluster_id)
+        return self.informer.get(key) if key is not None else None
