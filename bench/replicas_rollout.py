@@ -70,23 +70,25 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1, help="times to run the four systems in turn")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="cnet-bench-replicas-"))
-    runs = [
-        one_run(workdir / f"round{r}", args.clusters, nats, replicas, args.log_level, args.timeout)
-        for r in range(1, args.rounds + 1)
-        for nats in (1, 3)
-        for replicas in (1, 3)
-    ]
-    print(f"\nrollout to {args.clusters} simulated clusters (apply -> every Description Success)")
-    print(f"{'NATS':<18} {'replicas/service':>16} {'system start':>13} {'rollout':>9} "
-          f"{'publish_async (raw)':>20}  load (1/5/15 min)")
-    for run in runs:
-        nats = "1 server" if run.nats == 1 else f"{run.nats} servers, R3"
-        rollout_text = f"{run.rollout:.2f}s" if run.rollout is not None else "TIMEOUT"
-        print(
-            f"{nats:<18} {run.replicas:>16} {run.start:>12.1f}s {rollout_text:>9} "
-            f"{run.reference:>14,.0f} msg/s  {run.load}"
-        )
-    return 0 if all(run.rollout is not None for run in runs) else 1
+    print(f"rollout to {args.clusters} simulated clusters (apply -> every Description Success)")
+    print(
+        f"{'NATS':<18} {'replicas/service':>16} {'system start':>13} {'rollout':>9} "
+        f"{'publish_async (raw)':>20}  load (1/5/15 min)",
+        flush=True,
+    )
+    ok = True
+    for r in range(1, args.rounds + 1):
+        for nats, replicas in ((1, 1), (1, 3), (3, 1), (3, 3)):
+            run = one_run(workdir / f"round{r}", args.clusters, nats, replicas, args.log_level, args.timeout)
+            ok = ok and run.rollout is not None
+            where = "1 server" if run.nats == 1 else f"{run.nats} servers, R3"
+            took = f"{run.rollout:.2f}s" if run.rollout is not None else "TIMEOUT"
+            print(
+                f"{where:<18} {run.replicas:>16} {run.start:>12.1f}s {took:>9} "
+                f"{run.reference:>14,.0f} msg/s  {run.load}",
+                flush=True,
+            )
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -255,3 +255,14 @@ async def test_a_replica_cut_off_briefly_stops_then_gets_its_share_again(group: 
     finally:
         churn.cancel()
     assert group.record.overlaps() == [], "a key was reconciled by two replicas at once"
+
+
+async def test_keys_that_arrive_past_the_renew_deadline_are_worked_on_once_renewed(group: Group) -> None:
+    """A loaded machine can delay renewals past the deadline without the renew loop noticing in
+    time: keys added meanwhile are kept aside, and must be queued again once renewed."""
+    [alone] = await group.add("stalled")
+    await eventually(lambda: {h.key for h in group.record.handled} == set(KEYS), what="every key reconciled")
+    time.sleep(LEASE * 0.75)  # noqa: ASYNC251 - the condition under test: the loop stalls past the deadline
+    assert not alone.owned
+    alone.queue.add("late.key")  # arrives while this replica may not work on anything
+    await eventually(lambda: "late.key" in {h.key for h in group.record.handled}, 10, what="the late key reconciled")

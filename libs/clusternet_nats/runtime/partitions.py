@@ -208,8 +208,10 @@ class Partitions:
         sent = time.monotonic()
         was_fresh = self._fresh()
         data = self.me.encode()
+        # A renewal may take until the deadline (a loaded machine, NATS electing a leader).
+        timeout = max(self.options.renew_interval, (self._renewed_at or sent) + self.options.renew_deadline - sent)
         try:
-            async with asyncio.timeout(self.options.renew_interval):
+            async with asyncio.timeout(timeout):
                 if self._member_rev:
                     revision = await self._bucket.write(self._member_key, data, self._member_rev)
                 else:
@@ -232,10 +234,12 @@ class Partitions:
             # We could not renew for a while; neither could the others if NATS was away (a stream
             # leader election): each gets a whole lease from now before it counts as dead.
             self._seen = {key: (seen[0], sent) for key, seen in self._seen.items()}
-        if self._lapsed:  # nobody deleted our member key, so nobody took what we hold
+            # Nobody deleted our member key, so nobody took what we hold; keys that arrived
+            # while we were past the deadline were kept aside, and are queued again now.
             self._lapsed = False
-            self._log.info("partitions.renewed_after_lapse", held=len(self._owned))
-            self._take_owned()
+            if self._owned:
+                self._log.info("partitions.renewed_after_lapse", held=len(self._owned))
+                self._take_owned()
 
     async def _join(self, data: bytes) -> int:
         try:
