@@ -43,15 +43,15 @@ async def ensure(store: ObjectStore[K], current: K | None, desired: K) -> tuple[
         and (current.metadata.owner_references == desired.metadata.owner_references)
     ):
         return current, Outcome.UNCHANGED
-    updated = desired.model_copy(deep=True)
-    updated.metadata = current.metadata.model_copy(
+    metadata = current.metadata.model_copy(
         update={
             "labels": labels,
             "annotations": annotations or None,
             "owner_references": desired.metadata.owner_references,
         }
     )
-    return await store.update(updated, current), Outcome.UPDATED
+    # Shallow: the store copies what it writes, and `desired`'s spec may be shared by clusters.
+    return await store.update(desired.model_copy(update={"metadata": metadata}), current), Outcome.UPDATED
 
 
 async def remove(store: ObjectStore[K], obj: K) -> None:
