@@ -79,6 +79,9 @@ async def test_one_context_per_child_through_the_proxy_with_the_users_credential
     assert config["current-context"] == "child-a"
     printed = await cnet(hub, "kubeconfig", f"{clusters[1]}/twin")
     assert printed.exit_code == 0 and yaml.safe_load(printed.output)["clusters"][0]["name"] == "twin"
+    both = await cnet(hub, "kubeconfig", f"{clusters[0]}/twin", f"{clusters[1]}/twin", "child-a", "child-a")
+    names = [c["name"] for c in yaml.safe_load(both.output)["contexts"]]
+    assert names == [f"{clusters[0]}/twin", f"{clusters[1]}/twin", "child-a"], "unique names, each cluster once"
 
 
 async def test_unknown_and_ambiguous_clusters_are_named(hub: ServedHub, clusters: tuple[str, str]) -> None:

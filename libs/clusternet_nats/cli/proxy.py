@@ -64,11 +64,13 @@ async def resolve_clusters(client: HubClient, names: Sequence[str]) -> list[tupl
             problems.append(f'error: cluster "{name}" is ambiguous ({where}): name it NAMESPACE/NAME or by its id')
         elif not _cluster_id(matches[0]):
             problems.append(f'error: cluster "{name}" has no spec.clusterId yet (not registered by its agent)')
-        else:
-            out.append((name.rpartition("/")[2], _cluster_id(matches[0])))
+        elif (name, _cluster_id(matches[0])) not in out:
+            out.append((name, _cluster_id(matches[0])))
     if problems:
         raise ProxyError("\n".join(problems))
-    return out
+    short = [given.rpartition("/")[2] for given, _ in out]
+    # A context is named after the cluster; NAMESPACE/NAME stays only where two would share a name.
+    return [(s if short.count(s) == 1 else given, cid) for s, (given, cid) in zip(short, out, strict=True)]
 
 
 def proxy_server(hub: str, cluster_id: str) -> str:
