@@ -6,10 +6,12 @@ agent, the child's kube-apiserver. Users are the hub's (tokens); the child sees 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from typing import Any
 
+import aiohttp
 from clusternet_nats.api.proxy import CLUSTERNET_TOKEN, PROXY_PREFIX
 from clusternet_nats.testing.waiting import eventually
 from yarl import URL
@@ -90,18 +92,34 @@ async def test_hub_refuses_a_user_without_the_cluster_and_the_child_refuses_an_i
     assert code != 0 and 'User "bob" cannot list resource "pods"' in err, err
 
 
-async def test_a_cut_link_answers_503_at_once_and_works_after_restore(proxied: Proxied) -> None:
-    await proxied.link.cut()
-    try:
-        message = f"agent of cluster {proxied.identity.cluster_id} is disconnected"
+async def test_a_cut_link_ends_watches_answers_503_at_once_and_works_after_restore(proxied: Proxied) -> None:
+    """One cut per module: once its leaf reconnects, the leaf has learnt the hub's own leaf address
+    (nats-server advertises it) and a second cut of this link would no longer partition it."""
+    path = f"{PROXY_PREFIX}{proxied.identity.cluster_id}/proxy/direct/api/v1/namespaces?watch=1"
+    async with proxied.hub.session() as session, session.get(path) as watch:
+        assert watch.status == 200
+        first = await asyncio.wait_for(watch.content.readline(), timeout=20)
+        assert json.loads(first)["type"] == "ADDED"  # the watch is established, events flowing
+        await proxied.link.cut()
+        try:
+            message = f"agent of cluster {proxied.identity.cluster_id} is disconnected"
 
-        async def refused_at_once() -> bool:
-            code, _, err = await proxied.kubectl("get", "ns", "--request-timeout=3s")
-            return code != 0 and message in err
+            async def refused_at_once() -> bool:
+                code, _, err = await proxied.kubectl("get", "ns", "--request-timeout=3s")
+                return code != 0 and message in err
 
-        await eventually(refused_at_once, timeout=15, what="503 once the hub's server lost the leaf")
-    finally:
-        await proxied.link.restore()
+            await eventually(refused_at_once, timeout=15, what="503 once the hub's server lost the leaf")
+
+            async def ended() -> bool:
+                # The hub's keepalive met no-responders: it ends the watch rather than hold it silent.
+                with contextlib.suppress(aiohttp.ClientPayloadError, ConnectionError):
+                    while await watch.content.readline():
+                        pass
+                return True
+
+            assert await asyncio.wait_for(ended(), timeout=20)
+        finally:
+            await proxied.link.restore()
 
     async def answers() -> bool:
         code, _, _ = await proxied.kubectl("get", "ns", "--request-timeout=5s")

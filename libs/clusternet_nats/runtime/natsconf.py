@@ -181,8 +181,11 @@ jetstream {{
 }}
 
 # Children's leaf nodes dial in here, TLS only; the callout decides each (user = cluster id).
+# no_advertise: a child keeps dialling the address it was given (a load balancer, a NAT), never
+# this server's own addresses, which it cannot reach (and which would bypass a partition in tests).
 leafnodes {{
   listen: {config.leaf_host}:{config.leaf_port}
+  no_advertise: true
   tls {{
     cert_file: {_q(config.leaf_cert)}
     key_file: {_q(config.leaf_key)}{leaf_ca}
