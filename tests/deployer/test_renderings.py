@@ -1,4 +1,4 @@
-"""Sharing renders between clusters with the same inputs, and the bounded fan-out of writes."""
+"""Sharing renders between clusters with the same inputs, and the bounded fan-out of writes (and its flag)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import pytest
 from clusternet_nats.api.apps import Globalization, Localization, Manifest, Subscription
 from clusternet_nats.api.loader import parse_object
 from clusternet_nats.api.meta import Feed, ObjectMeta
+from clusternet_nats.deployer.__main__ import app
 from clusternet_nats.deployer.descriptions import Renderings, Target, render_generic
 from clusternet_nats.deployer.overrides import OverrideError
 from clusternet_nats.deployer.writes import concurrently
+from typer.testing import CliRunner
 
 WEB = Feed(api_version="apps/v1", kind="Deployment", namespace="bench", name="web")
 FEED_KEY = "apps/v1/Deployment/bench/web"
@@ -134,3 +136,9 @@ async def test_concurrently_raises_the_first_failure_itself_and_cancels_the_rest
     with pytest.raises(ValueError, match="lost a compare-and-set"):
         await concurrently(8, [lambda i=i: job(i) for i in range(6)])  # type: ignore[misc]
     assert sorted(cancelled) == [0, 1, 2, 4, 5]
+
+
+def test_a_parallelism_below_one_is_refused_naming_the_flag() -> None:
+    result = CliRunner().invoke(app, ["--parallelism", "0"], env={"NO_COLOR": "1", "COLUMNS": "200"})
+    assert result.exit_code == 2
+    assert "Invalid value for '--parallelism'" in result.output

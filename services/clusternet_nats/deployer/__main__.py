@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Annotated
 
 import typer
+from clusternet_nats.deployer.reconciler import PARALLELISM
 from clusternet_nats.deployer.service import build
 from clusternet_nats.domain.features import parse_feature_gates
 from clusternet_nats.domain.finalizers import FEED_IN_USE_PROTECTION
@@ -50,10 +51,20 @@ def deployer(
             help=f"Clusternet's feature gates, e.g. {FEED_IN_USE_PROTECTION}=true (off by default).",
         ),
     ] = "",
+    parallelism: Annotated[
+        int,
+        typer.Option(
+            "--parallelism",
+            envvar="CNET_DEPLOYER_PARALLELISM",
+            min=1,
+            help="Clusters of one Subscription whose writes are in flight at once.",
+        ),
+    ] = PARALLELISM,
 ) -> None:
     """Renders scheduled Subscriptions into per-cluster Bases and Descriptions, and aggregates their status."""
     protection = feature_gates(gates)[FEED_IN_USE_PROTECTION]
-    run("clusternet-deployer", common, functools.partial(build, feed_in_use_protection=protection))
+    build_it = functools.partial(build, feed_in_use_protection=protection, parallelism=parallelism)
+    run("clusternet-deployer", common, build_it)
 
 
 main = app

@@ -6,15 +6,15 @@ from clusternet_nats.deployer.caches import Caches
 from clusternet_nats.deployer.deletion import FeedDeletion
 from clusternet_nats.deployer.gc import ORPHANS, OrphanSweep
 from clusternet_nats.deployer.pusher import Pusher
-from clusternet_nats.deployer.reconciler import Deployer
+from clusternet_nats.deployer.reconciler import PARALLELISM, Deployer
 from clusternet_nats.runtime.service import ServiceContext
 
 WORKERS = 4
 
 
-async def build(ctx: ServiceContext, feed_in_use_protection: bool = False) -> None:
+async def build(ctx: ServiceContext, feed_in_use_protection: bool = False, parallelism: int = PARALLELISM) -> None:
     caches = Caches(ctx)
-    deployer = Deployer(ctx, caches, feed_in_use_protection)
+    deployer = Deployer(ctx, caches, feed_in_use_protection, parallelism)
     orphans = OrphanSweep(ctx, caches)
     FeedDeletion(ctx, caches)
     Pusher(ctx, caches)
