@@ -6,14 +6,17 @@ agent, the child's kube-apiserver. Users are the hub's (tokens); the child sees 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import uuid
 from typing import Any
 
 import aiohttp
-from clusternet_nats.api.proxy import CLUSTERNET_TOKEN, PROXY_PREFIX
+from clusternet_nats.api.proxy import CLUSTERNET_CERTIFICATE, CLUSTERNET_PRIVATE_KEY, CLUSTERNET_TOKEN, PROXY_PREFIX
 from clusternet_nats.testing.waiting import eventually
+from cryptography import x509
+from cryptography.x509.oid import NameOID
 from yarl import URL
 
 from tests.proxy.conftest import Proxied
@@ -178,3 +181,19 @@ async def test_unknown_cluster_discovery_and_the_scheme_host_form(proxied: Proxi
         await eventually(via_reported_url, timeout=30, what="the API server URL the heartbeat reports")
         async with session.get(f"{base}/https/example.com:443/version") as response:
             assert response.status == 502 and "only its own API server" in (await response.json())["message"]
+
+
+async def test_a_client_certificate_passed_clusternets_way_is_who_the_child_sees(proxied: Proxied) -> None:
+    pki = proxied.plane.pki
+    cert, key = pki.admin_cert.read_bytes(), pki.admin_key.read_bytes()
+    subject = x509.load_pem_x509_certificate(cert).subject
+    common_name = subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value
+    headers = {
+        CLUSTERNET_CERTIFICATE: base64.b64encode(cert).decode(),
+        CLUSTERNET_PRIVATE_KEY: base64.b64encode(key).decode(),
+    }
+    status, seen = await _whoami(proxied, "bob", headers)
+    assert status == 201, seen
+    assert seen["status"]["userInfo"]["username"] == common_name != "bob"
+    status, seen = await _whoami(proxied, "bob", {**headers, CLUSTERNET_PRIVATE_KEY: "not base64!"})
+    assert status == 400 and CLUSTERNET_PRIVATE_KEY in seen["message"]
