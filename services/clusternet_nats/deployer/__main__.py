@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import Annotated
 
 import typer
-from clusternet_nats.deployer.reconciler import PARALLELISM
 from clusternet_nats.deployer.service import build
+from clusternet_nats.deployer.writes import PARALLELISM
 from clusternet_nats.domain.features import parse_feature_gates
 from clusternet_nats.domain.finalizers import FEED_IN_USE_PROTECTION
 from clusternet_nats.runtime.options import with_common_options, with_replica_options

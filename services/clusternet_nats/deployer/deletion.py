@@ -15,7 +15,7 @@ from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.deployer.caches import Caches
 from clusternet_nats.deployer.descriptions import GENERIC_SUFFIX, HELM_SUFFIX
 from clusternet_nats.deployer.warnings import Warnings
-from clusternet_nats.deployer.writes import remove
+from clusternet_nats.deployer.writes import remove_all
 from clusternet_nats.domain.finalizers import (
     APP_FINALIZER,
     FEED_PROTECTION_ANNOTATION,
@@ -69,18 +69,18 @@ class SubscriptionDeletion:
 
     async def finalize(self, sub: Subscription) -> None:
         uid = sub.metadata.uid or ""
-        for description in self.caches.descriptions_of(uid):
-            await remove(self.descriptions, description)
-        for release in self.caches.helm_releases_of(uid):
-            await remove(self.helm_releases, release)
+        await remove_all(self.descriptions, self.caches.descriptions_of(uid))
+        await remove_all(self.helm_releases, self.caches.helm_releases_of(uid))
         pending = []
+        done = []
         joined = {cluster.namespace for cluster in self.caches.clusters.values()}
         for base in self.caches.bases_of(uid):
             if base.namespace in joined and self._cluster_holds(base):
                 pending.append(base.namespace)
             else:
                 log.info("deployer.base_deleted", cluster=base.namespace, base=base.name)
-                await remove(self.bases, base)
+                done.append(base)
+        await remove_all(self.bases, done)
         if pending or self.caches.descriptions_of(uid) or self.caches.bases_of(uid):
             log.info("deployer.deletion_pending", clusters=pending)
             return  # a change to what is left (a status deleted, a Base gone) reconciles again

@@ -44,7 +44,7 @@ from clusternet_nats.deployer.helmreleases import HelmReleases
 from clusternet_nats.deployer.overrides import OverrideError
 from clusternet_nats.deployer.status import Release, aggregate
 from clusternet_nats.deployer.warnings import Warnings
-from clusternet_nats.deployer.writes import Outcome, concurrently, ensure, remove
+from clusternet_nats.deployer.writes import PARALLELISM, Outcome, concurrently, ensure, remove_all
 from clusternet_nats.domain.descriptions import SUCCESSFULLY_DEPLOYED, failed
 from clusternet_nats.domain.feeds import format_feed, is_chart_feed
 from clusternet_nats.domain.finalizers import is_deleting
@@ -55,8 +55,6 @@ from clusternet_nats.store import ObjectStore, StatusStore, object_key
 log = structlog.get_logger(__name__)
 
 SUBSCRIPTION_STATUS_BUCKET = KindInfo.of(Subscription).status_bucket or ""
-PARALLELISM = 64
-"""Clusters of one Subscription whose writes are in flight at once."""
 
 Resolved = tuple[list[tuple[Feed, Manifest]], list[HelmChart]]
 """A Subscription's feeds resolved: the objects of its manifest feeds (in order), its charts."""
@@ -181,10 +179,10 @@ class Deployer:
         return base
 
     async def _delete_unbound_bases(self, sub: Subscription, keep: set[str]) -> None:
-        for base in self.caches.bases_of(sub.metadata.uid or ""):
-            if self.bases.key_of(base) not in keep:
-                log.info("deployer.base_deleted", cluster=base.namespace, base=base.name)
-                await remove(self.bases, base)
+        unbound = [base for base in self.caches.bases_of(sub.metadata.uid or "") if self.bases.key_of(base) not in keep]
+        for base in unbound:
+            log.info("deployer.base_deleted", cluster=base.namespace, base=base.name)
+        await remove_all(self.bases, unbound, self.parallelism)
 
     # -- Descriptions ----------------------------------------------------------------------
 
@@ -259,10 +257,11 @@ class Deployer:
         return description
 
     async def _delete_stale_descriptions(self, sub: Subscription, keep: set[str]) -> None:
-        for description in self.caches.descriptions_of(sub.metadata.uid or ""):
-            if self.descriptions.key_of(description) not in keep:
-                log.info("deployer.description_deleted", cluster=description.namespace, description=description.name)
-                await remove(self.descriptions, description)
+        owned = self.caches.descriptions_of(sub.metadata.uid or "")
+        stale = [description for description in owned if self.descriptions.key_of(description) not in keep]
+        for description in stale:
+            log.info("deployer.description_deleted", cluster=description.namespace, description=description.name)
+        await remove_all(self.descriptions, stale, self.parallelism)
 
     # -- status ----------------------------------------------------------------------------
 

@@ -6,7 +6,8 @@ from clusternet_nats.deployer.caches import Caches
 from clusternet_nats.deployer.deletion import FeedDeletion
 from clusternet_nats.deployer.gc import ORPHANS, OrphanSweep
 from clusternet_nats.deployer.pusher import Pusher
-from clusternet_nats.deployer.reconciler import PARALLELISM, Deployer
+from clusternet_nats.deployer.reconciler import Deployer
+from clusternet_nats.deployer.writes import PARALLELISM
 from clusternet_nats.runtime.service import ServiceContext
 
 WORKERS = 4

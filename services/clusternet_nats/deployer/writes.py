@@ -8,6 +8,7 @@ data. Labels the deployer does not own are kept, as Clusternet's update merges t
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Iterable
 from enum import StrEnum
 from typing import TypeVar
@@ -17,6 +18,9 @@ from clusternet_nats.store import ObjectStore
 
 K = TypeVar("K", bound=KubeObject)
 R = TypeVar("R")
+
+PARALLELISM = 64
+"""Writes of one reconcile in flight at once (clusters of one Subscription, deletions)."""
 
 
 class Outcome(StrEnum):
@@ -57,6 +61,11 @@ async def ensure(store: ObjectStore[K], current: K | None, desired: K) -> tuple[
 async def remove(store: ObjectStore[K], obj: K) -> None:
     """Deletes `obj` as it was read (CAS on its revision); already gone is fine."""
     await store.delete(obj.metadata.namespace, obj.name, obj.metadata.resource_version)
+
+
+async def remove_all(store: ObjectStore[K], objects: Iterable[K], limit: int = PARALLELISM) -> None:
+    """Deletes each of `objects` as it was read, `limit` at once."""
+    await concurrently(limit, [functools.partial(remove, store, obj) for obj in objects])
 
 
 async def concurrently(limit: int, work: Iterable[Callable[[], Awaitable[R]]]) -> list[R]:
