@@ -132,7 +132,9 @@ class ProxyRoutes:
         self, request: web.Request, stream: HubStream, opened: ProxyOpen, cluster_id: str
     ) -> web.StreamResponse:
         await stream.open(opened)
-        sending = asyncio.create_task(_send_body(request, stream)) if opened.has_body else None
+        helpers = [asyncio.create_task(_keep_alive(request, stream))]
+        if opened.has_body:
+            helpers.append(asyncio.create_task(_send_body(request, stream)))
         try:
             wait = (opened.timeout + HEAD_GRACE) if opened.timeout else LONG_RUNNING_HEAD
             head = await stream.head(wait)
@@ -141,19 +143,13 @@ class ProxyRoutes:
                 if answer_header(key):
                     response.headers.add(key, value)
             await response.prepare(request)
-            keepalive = asyncio.create_task(_keep_alive(request, stream))
-            try:
-                await _relay(request, stream, response)
-            finally:
-                keepalive.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await keepalive
+            await _relay(request, stream, response)
             return response
         finally:
-            if sending is not None:
-                sending.cancel()
+            for helper in helpers:
+                helper.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await sending
+                    await helper
 
 
 async def _relay(request: web.Request, stream: HubStream, response: web.StreamResponse) -> None:
@@ -190,11 +186,12 @@ async def _send_body(request: web.Request, stream: HubStream) -> None:
 
 
 async def _keep_alive(request: web.Request, stream: HubStream) -> None:
-    """Finds a vanished agent (no-responders) or client (transport closed) on an idle stream."""
+    """Tells the agent the hub is still there (it abandons a silent stream), and finds a vanished
+    agent (no-responders) or client (transport closed), before the answer's head and after."""
     while True:
         await asyncio.sleep(KEEPALIVE)
         if request.transport is None or request.transport.is_closing():
-            stream.reader.fail(StreamBroken("the client went away"))
+            stream.abort(StreamBroken("the client went away"))
             return
         await stream.sender.control(FrameKind.CREDIT, Credit(frames=0))
 

@@ -78,6 +78,10 @@ class HubStream:
             except ValueError as err:
                 self._fail(StreamBroken(f"the agent's head is malformed: {err}"))
 
+    def abort(self, error: StreamBroken) -> None:
+        """Ends the wait for the head and for data (the client went away)."""
+        self._fail(error)
+
     def _fail(self, error: StreamBroken) -> None:
         self.reader.fail(error)
         if not self._head.done():
