@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import uuid
+import warnings
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -214,3 +215,19 @@ async def test_a_lost_frame_breaks_the_stream(nats_server: NatsServer) -> None:
         finally:
             await stream.close()
     assert head is not None and head.status == 502 and b"lost" in body
+
+
+async def test_an_open_the_agent_cannot_read_is_refused_at_once(nats_server: NatsServer) -> None:
+    backend = Backend(chunks=[b"x"])
+    async with serving(nats_server, backend) as pair:
+        stream = pair.stream()
+        try:
+            bad = ProxyOpen.model_construct(method="GET", path="/x", user=ProxyUser(name="a"), timeout="never")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # pydantic warns that it serializes what it would refuse
+                await stream.open(bad)
+            with pytest.raises(StreamBroken, match="invalid open"):
+                await stream.head(5)
+        finally:
+            await stream.close()
+    assert [r for r in backend.requests if r.path == "/x"] == []

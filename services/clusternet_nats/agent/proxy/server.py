@@ -76,17 +76,18 @@ class ProxyServer:
         if stream is not None:
             stream.accept(frame)
         elif frame.kind is FrameKind.OPEN and frame.seq == 0:
-            self._open(stream_id, msg.reply, frame)
+            try:
+                request = ProxyOpen.model_validate_json(frame.data)
+            except ValidationError as err:
+                self._log.warning("proxy.bad_open", stream=stream_id, error=str(err))
+                await FrameSender(self.nc, msg.reply).control(FrameKind.END, ProxyEnd(error=f"invalid open: {err}"))
+                return
+            self._open(stream_id, msg.reply, request)
         elif frame.kind not in (FrameKind.CANCEL, FrameKind.END):  # a stream this agent does not know
-            sender = FrameSender(self.nc, msg.reply, seq=-1)
+            sender = FrameSender(self.nc, msg.reply)
             await sender.control(FrameKind.END, ProxyEnd(error="no such stream at the agent (it restarted?)"))
 
-    def _open(self, stream_id: str, reply: str, frame: Frame) -> None:
-        try:
-            request = ProxyOpen.model_validate_json(frame.data)
-        except ValidationError as err:
-            self._log.warning("proxy.bad_open", stream=stream_id, error=str(err))
-            return
+    def _open(self, stream_id: str, reply: str, request: ProxyOpen) -> None:
         stream = AgentStream(self.nc, reply, request, self.apiserver, self._log.bind(stream=stream_id))
         self.streams[stream_id] = stream
         stream.task = asyncio.create_task(stream.run(), name=f"proxy-{stream_id}")
