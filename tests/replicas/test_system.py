@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import nats
 import pytest
 from clusternet_nats.api.subjects import LEASES_BUCKET
@@ -78,19 +79,26 @@ def subscription_partition(description: bytes) -> int:
     return partition_of(key, DEFAULT_PARTITIONS)
 
 
-async def converged(hub: HubClient, name: str) -> bool:
-    sub = await hub.get(f"{APPS}/namespaces/default/subscriptions/{name}")
-    if ((sub or {}).get("status") or {}).get("completedReleases") != CLUSTERS:
+async def converged(hub: HubClient, name: str, clusters: int = CLUSTERS) -> bool:
+    """Every cluster's Description Success, one each; the hub's retryable 503 (a NATS stream
+    electing a leader) is "not yet"."""
+    try:
+        sub = await hub.get(f"{APPS}/namespaces/default/subscriptions/{name}")
+        descriptions = owned_by(await hub.items(f"{APPS}/descriptions"), name)
+    except aiohttp.ClientResponseError as err:
+        if err.status == 503:
+            return False
+        raise
+    if ((sub or {}).get("status") or {}).get("completedReleases") != clusters:
         return False
-    descriptions = owned_by(await hub.items(f"{APPS}/descriptions"), name)
-    return len({d["metadata"]["namespace"] for d in descriptions}) == len(descriptions) == CLUSTERS and all(
+    return len({d["metadata"]["namespace"] for d in descriptions}) == len(descriptions) == clusters and all(
         (d.get("status") or {}).get("phase") == "Success" for d in descriptions
     )
 
 
 async def holders(system: System, service: str) -> dict[str, str]:
     """Partition -> holding replica id of one service, from the leases bucket."""
-    nc = await nats.connect(system.nats_url)
+    nc = await nats.connect(servers=system.nats_url.split(","))
     try:
         entries = await JsonBucket(nc.jetstream(), LEASES_BUCKET).entries(f"clusternet-{service}.partitions.>")
     finally:
@@ -127,7 +135,8 @@ async def test_replicas_share_the_work_and_survive_one_killed_mid_rollout(
         before = [f"replicas-{i}" for i in range(APPS_BEFORE)]
         apply(system, tmp_path, before)
         # What the killed deployer held: its in-flight work is done again by the next holder.
-        taken_over = {int(p) for p, holder in (await holders(system, "deployer")).items() if holder == "deployer-2"}
+        held = await holders(system, "deployer")
+        victim_partitions = {int(p) for p, holder in held.items() if holder == "deployer-2"}
         for victim in VICTIMS:
             system.services[victim].kill()
         after = [f"replicas-after-{i}" for i in range(APPS_AFTER)]
@@ -136,7 +145,7 @@ async def test_replicas_share_the_work_and_survive_one_killed_mid_rollout(
             await eventually(lambda name=name: converged(hub, name), 120, what=f"{name} rolled out everywhere")
         for service in ("hub", "scheduler", "deployer"):
             held = await eventually(
-                lambda service=service: _taken_over(system, service), 60, what=f"{service}'s partitions taken over"
+                lambda service=service: taken_over(system, service), 60, what=f"{service}'s partitions taken over"
             )
             assert set(held.values()) <= {f"{service}", f"{service}-3"}
         await eventually(lambda: len(writes.data) >= CLUSTERS * (APPS_BEFORE + APPS_AFTER), 30, what="writes seen")
@@ -148,7 +157,7 @@ async def test_replicas_share_the_work_and_survive_one_killed_mid_rollout(
     assert writes.twice() == [], "a Description was written twice with the same content"
     # Without partitions every deployer replica renders every Description and all but one lose
     # the compare-and-set: attempts show it (accepted writes do not).
-    again = attempts.keys_twice(exempt=lambda data: subscription_partition(data) in taken_over)
+    again = attempts.keys_twice(exempt=lambda data: subscription_partition(data) in victim_partitions)
     assert again == [], "two deployer replicas rendered the same Description"
     for victim in VICTIMS:  # the survivors carried on: nothing else died
         assert not system.services[victim].running
@@ -161,7 +170,7 @@ async def _shared(system: System, service: str) -> bool:
     return len(held) == REPLICAS and sum(held.values()) == DEFAULT_PARTITIONS
 
 
-async def _taken_over(system: System, service: str) -> dict[str, str] | None:
+async def taken_over(system: System, service: str) -> dict[str, str] | None:
     held = await holders(system, service)
     return held if len(held) == DEFAULT_PARTITIONS and f"{service}-2" not in held.values() else None
 
