@@ -235,7 +235,7 @@ async def run(args: argparse.Namespace) -> None:
         hub_args = ["--nats-url", hub_nats.url, "--listen", f"127.0.0.1:{hub_port}"]
         hub_args += ["--cert-dir", str(workdir / "hub-certs"), "--token-auth-file", str(token_file)]
         agent_env = {"CNET_NATS_URL": leaf_nats.url, "CNET_JETSTREAM_DOMAIN": "hub"}
-        kube_agent = ["--cluster-name", "child", "--kubeconfig", str(control_plane.kubeconfig)]
+        kube_agent = ["--cluster-name", "child", "--backend", "kube", "--kubeconfig", str(control_plane.kubeconfig)]
         sim_agent = ["--cluster-name", "sim", "--sim-clusters", str(args.sim_clusters)]
         services = [
             service("hub", "clusternet_nats.hub", workdir, hub_args, {}),
