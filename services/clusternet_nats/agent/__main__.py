@@ -116,6 +116,8 @@ def agent(
         _option("--leaf-url", "A leaf nats-server already running here (a sidecar): connect to it, start none."),
     ] = None,
 ) -> None:
+    if kubeconfig is not None and backend is not Backend.KUBE:
+        raise typer.BadParameter("--kubeconfig (CNET_KUBECONFIG) is the kube backend's cluster: add --backend kube")
     if bootstrap_token and state_dir is None:
         raise typer.BadParameter("--bootstrap-token needs --state-dir, where the cluster's credentials are kept")
     if leaf_url and sim_clusters:
