@@ -49,6 +49,8 @@ KEEPALIVE = 5.0
 the server's no-responders answer to one, the agent a vanished hub from their absence."""
 IDLE_LIMIT = 6 * KEEPALIVE
 """The agent abandons a stream it has heard nothing about for this long (the hub went away)."""
+MAX_MESSAGE = 32 * 1024 * 1024
+"""Largest WebSocket message an upgraded stream relays (each end reassembles a message whole)."""
 
 CLUSTERNET_TOKEN = "Clusternet-Token"
 CLUSTERNET_CERTIFICATE = "Clusternet-Certificate"
@@ -63,13 +65,20 @@ _HOP_BY_HOP = frozenset(
 )
 _CREDENTIALS = frozenset({"authorization", "proxy-authorization", "cookie", "content-length"})
 _CREDENTIAL_PREFIXES = ("impersonate-", "clusternet-", "x-remote-")
+_WEBSOCKET_PREFIX = "sec-websocket-"
+"""A WebSocket's handshake headers belong to one hop: the agent's own socket sets its own."""
 
 
 def forwardable(name: str) -> bool:
     """Whether a client's request header may reach the child: not hop-by-hop, and nothing that
     names a credential or an identity (the agent sets who the child sees)."""
     lower = name.lower()
-    return lower not in _HOP_BY_HOP and lower not in _CREDENTIALS and not lower.startswith(_CREDENTIAL_PREFIXES)
+    return (
+        lower not in _HOP_BY_HOP
+        and lower not in _CREDENTIALS
+        and not lower.startswith(_CREDENTIAL_PREFIXES)
+        and not lower.startswith(_WEBSOCKET_PREFIX)
+    )
 
 
 def answer_header(name: str) -> bool:
@@ -110,6 +119,14 @@ class ChildCredential(Model):
     """PEM key of `certificate`."""
 
 
+class WebSocketUpgrade(Model):
+    """The client asked for a WebSocket (kubectl exec, attach, cp, port-forward): the agent opens
+    one to the child offering these subprotocols, and answers 101 with the one the child chose
+    (header `Sec-WebSocket-Protocol`) or the child's refusal as it came."""
+
+    protocols: list[str] = Field(default_factory=list)
+
+
 class ProxyOpen(Model):
     """The request, without its body (which follows in data frames)."""
 
@@ -128,6 +145,8 @@ class ProxyOpen(Model):
     """Seconds for the whole exchange; absent: none (a watch, `logs -f`, an upgraded stream)."""
     has_body: bool = False
     """Data frames and an `end` follow; without, the request body is empty."""
+    upgrade: WebSocketUpgrade | None = None
+    """Set: after a 101 head both directions carry WebSocket messages (runtime/wsrelay.py)."""
 
 
 class ProxyHead(Model):
@@ -142,6 +161,9 @@ class Credit(Model):
 class ProxyEnd(Model):
     error: str | None = None
     """Why the body stopped short (an upstream failure, a timeout, a sequence gap)."""
+    close_code: int | None = None
+    """Upgraded streams: the WebSocket close code this side's socket closed with."""
+    close_reason: str | None = None
 
 
 def socket_subject(namespace: str, stream: str) -> str:

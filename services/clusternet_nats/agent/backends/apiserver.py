@@ -11,9 +11,11 @@ own credentials removed); the backend only performs it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
+
+from clusternet_nats.runtime.wsrelay import Socket
 
 Headers = Sequence[tuple[str, str]]
 """HTTP headers in order; a name may repeat (`Impersonate-Group`)."""
@@ -57,3 +59,34 @@ class UpstreamResponse:
 class ApiServer(Protocol):
     async def send(self, request: UpstreamRequest) -> UpstreamResponse:
         """Performs the request; an unreachable server answers 503 rather than raising."""
+
+
+@dataclass
+class UpstreamSocket:
+    """An open WebSocket to the child's API server (exec, attach, cp, port-forward)."""
+
+    socket: Socket
+    protocol: str | None
+    """The subprotocol the server chose among those offered."""
+    release: Callable[[], Awaitable[None]] | None = None
+    """Frees what the socket holds beyond itself (a session of its own)."""
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        """Closes the socket (a no-op once closed) and releases it; safe to call twice."""
+        await self.socket.close(code=code, message=reason.encode()[:123])
+        release, self.release = self.release, None
+        if release is not None:
+            await release()
+
+
+@runtime_checkable
+class WebSocketApiServer(ApiServer, Protocol):
+    """An API server the proxy can open WebSockets to; a backend without (the simulated cluster,
+    which runs no pods) has every upgrade refused by the agent with a 400 Status."""
+
+    async def open_websocket(
+        self, request: UpstreamRequest, protocols: Sequence[str]
+    ) -> UpstreamSocket | UpstreamResponse:
+        """Opens a WebSocket to `request.path` offering `protocols`, with the same credentials and
+        impersonation as `send`. The server's refusal (any status but 101) comes back as its
+        answer, status and body unchanged; an unreachable server answers 503 rather than raising."""

@@ -14,9 +14,10 @@ import asyncio
 import contextlib
 
 import structlog
-from clusternet_nats.agent.backends.apiserver import ApiServer, UpstreamResponse
+from clusternet_nats.agent.backends.apiserver import ApiServer, UpstreamResponse, UpstreamSocket
 from clusternet_nats.agent.identity import ClusterIdentity
 from clusternet_nats.agent.proxy.identity import upstream_request
+from clusternet_nats.agent.proxy.upgrade import open_socket, relay
 from clusternet_nats.api.proxy import (
     CHUNK,
     IDLE_LIMIT,
@@ -124,7 +125,14 @@ class AgentStream:
         try:
             async with asyncio.timeout(request.timeout):
                 body = await self._body() if request.has_body else b""
-                response = await self.apiserver.send(upstream_request(request, body))
+                if request.upgrade is not None:
+                    response = await open_socket(self.apiserver, request)
+                    if isinstance(response, UpstreamSocket):
+                        self._head_sent = True
+                        await relay(response, self.sender, self.reader, log)
+                        return
+                else:
+                    response = await self.apiserver.send(upstream_request(request, body))
                 try:
                     await self._answer(response)
                 finally:

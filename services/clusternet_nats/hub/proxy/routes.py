@@ -46,6 +46,7 @@ from clusternet_nats.hub.auth.user import UserInfo
 from clusternet_nats.hub.errors import ApiError
 from clusternet_nats.hub.proxy.clusters import ClusterIndex
 from clusternet_nats.hub.proxy.stream import AgentGone, HubStream
+from clusternet_nats.hub.proxy.upgrade import SWITCHING, relay, websocket_upgrade
 from clusternet_nats.runtime.frames import StreamBroken, end_error
 from clusternet_nats.store.views import ObjectViews
 from nats.aio.client import Client as NATS
@@ -81,6 +82,7 @@ class ProxyRoutes:
             raise ApiError(404, "NotFound", f'no cluster has the id "{cluster_id}"', details)
         namespace = cluster.metadata.namespace or ""
         path = await self._target_path(request, cluster_id, namespace, cluster.metadata.name or "")
+        upgrade = websocket_upgrade(request)
         opened = ProxyOpen(
             method=request.method,
             path=path,
@@ -88,8 +90,9 @@ class ProxyRoutes:
             headers=[(k, v) for k, v in request.headers.items() if forwardable(k)],
             user=_proxy_user(user_of(request)),
             credential=_credential(request, user_of(request)),
-            timeout=_timeout(request),
+            timeout=None if upgrade else _timeout(request),
             has_body=request.body_exists,
+            upgrade=upgrade,
         )
         stream = HubStream(self.nc, namespace)
         bound = log.bind(cluster=cluster_id, stream=stream.id, method=request.method, path=path)
@@ -138,6 +141,8 @@ class ProxyRoutes:
         try:
             wait = (opened.timeout + HEAD_GRACE) if opened.timeout else LONG_RUNNING_HEAD
             head = await stream.head(wait)
+            if opened.upgrade is not None and head.status == SWITCHING:
+                return await relay(request, stream, head)
             response = web.StreamResponse(status=head.status)
             for key, value in head.headers:
                 if answer_header(key):

@@ -11,13 +11,16 @@ agent's certificate and token, so the child sees that credential alone.
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import ssl
 import tempfile
+from collections.abc import Sequence
+from dataclasses import replace
 
 import aiohttp
-from clusternet_nats.agent.backends.apiserver import UpstreamRequest, UpstreamResponse
-from clusternet_nats.api.proxy import answer_header, failure_status
+from clusternet_nats.agent.backends.apiserver import UpstreamRequest, UpstreamResponse, UpstreamSocket
+from clusternet_nats.api.proxy import MAX_MESSAGE, answer_header, failure_status
 from kubernetes_asyncio.client import ApiClient, Configuration
 from multidict import CIMultiDict
 from yarl import URL
@@ -29,22 +32,10 @@ class KubeApiServer:
         self._configuration: Configuration = client.configuration
 
     async def send(self, request: UpstreamRequest) -> UpstreamResponse:
-        url = URL(str(self._configuration.host).rstrip("/") + request.path, encoded=False)
-        if request.query:
-            url = URL(str(url) + "?" + request.query, encoded=True)
-        headers = CIMultiDict(request.headers)
-        own_credential = "Authorization" in headers or request.client_certificate is not None
-        if own_credential:
-            try:
-                context = await asyncio.to_thread(self._ssl, request.client_certificate)
-            except (ValueError, OSError) as err:
-                return _status(400, "BadRequest", str(err))
-            session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context))
-        else:
-            session = self._client.rest_client.pool_manager
-            auth = (await self._configuration.auth_settings()).get("BearerToken")
-            if auth:
-                headers["Authorization"] = auth["value"]
+        prepared = await self._prepare(request)
+        if isinstance(prepared, UpstreamResponse):
+            return prepared
+        url, headers, session, own_credential = prepared
         try:
             response = await session.request(
                 request.method,
@@ -61,6 +52,60 @@ class KubeApiServer:
             return _status(503, "ServiceUnavailable", f"the cluster's API server is unreachable: {err!r}")
         answer = [(k, v) for k, v in response.headers.items() if answer_header(k)]
         return UpstreamResponse(response.status, answer, _Body(response, session if own_credential else None))
+
+    async def open_websocket(
+        self, request: UpstreamRequest, protocols: Sequence[str]
+    ) -> UpstreamSocket | UpstreamResponse:
+        """See `WebSocketApiServer`. aiohttp drops the body of a refused handshake, so a refusal is
+        asked again as a plain upgrade request whose answer (the child's Status) is passed on."""
+        prepared = await self._prepare(request)
+        if isinstance(prepared, UpstreamResponse):
+            return prepared
+        url, headers, session, own_credential = prepared
+        release = session.close if own_credential else None
+        try:
+            socket = await session.ws_connect(
+                url, protocols=tuple(protocols), headers=headers, max_msg_size=MAX_MESSAGE
+            )
+        except aiohttp.WSServerHandshakeError as err:
+            if release is not None:
+                await release()
+            if err.status == 101:
+                broke = f"the cluster's API server broke the WebSocket handshake: {err.message}"
+                return _status(502, "BadGateway", broke)
+            refused = await self.send(replace(request, headers=[*request.headers, *_handshake(protocols)]))
+            if refused.status == 101:  # accepted this time: nothing can relay it now
+                await refused.close()
+                return _status(502, "BadGateway", "the cluster's API server refused the WebSocket, then accepted it")
+            return refused
+        except (aiohttp.ClientError, OSError, TimeoutError) as err:
+            if release is not None:
+                await release()
+            return _status(503, "ServiceUnavailable", f"the cluster's API server is unreachable: {err!r}")
+        return UpstreamSocket(socket, socket.protocol, release)
+
+    async def _prepare(
+        self, request: UpstreamRequest
+    ) -> tuple[URL, CIMultiDict[str], aiohttp.ClientSession, bool] | UpstreamResponse:
+        """The URL, headers and session a request goes with: the agent's pooled connection and
+        credentials, or a session of its own (closed with the answer) for a passed credential."""
+        url = URL(str(self._configuration.host).rstrip("/") + request.path, encoded=False)
+        if request.query:
+            url = URL(str(url) + "?" + request.query, encoded=True)
+        headers = CIMultiDict(request.headers)
+        own_credential = "Authorization" in headers or request.client_certificate is not None
+        if own_credential:
+            try:
+                context = await asyncio.to_thread(self._ssl, request.client_certificate)
+            except (ValueError, OSError) as err:
+                return _status(400, "BadRequest", str(err))
+            session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context))
+        else:
+            session = self._client.rest_client.pool_manager
+            auth = (await self._configuration.auth_settings()).get("BearerToken")
+            if auth:
+                headers["Authorization"] = auth["value"]
+        return url, headers, session, own_credential
 
     def _ssl(self, certificate: tuple[bytes, bytes] | None) -> ssl.SSLContext:
         """The API server's CA and verification, and no client certificate but the user's."""
@@ -85,6 +130,15 @@ def _load_pem_pair(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
             context.load_cert_chain(cert_file, key_file)
         except ssl.SSLError as err:
             raise ValueError(f"the client certificate and key passed do not form a key pair: {err}") from None
+
+
+def _handshake(protocols: Sequence[str]) -> list[tuple[str, str]]:
+    """A WebSocket handshake's headers, for asking a refused upgrade again as a plain request."""
+    headers = [("Connection", "Upgrade"), ("Upgrade", "websocket"), ("Sec-WebSocket-Version", "13")]
+    headers.append(("Sec-WebSocket-Key", base64.b64encode(os.urandom(16)).decode()))
+    if protocols:
+        headers.append(("Sec-WebSocket-Protocol", ", ".join(protocols)))
+    return headers
 
 
 def _status(code: int, reason: str, message: str) -> UpstreamResponse:
