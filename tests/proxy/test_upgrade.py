@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import aiohttp
 import nats
 from aiohttp import web
+from clusternet_nats.agent.backends.apiserver import UpstreamRequest, UpstreamResponse
 from clusternet_nats.agent.backends.kube.apiserver import KubeApiServer
 from clusternet_nats.agent.identity import ClusterIdentity
 from clusternet_nats.agent.proxy import ProxyServer
@@ -45,6 +46,13 @@ from nats.aio.client import Client as NATS
 from tests.proxy.conftest import Proxied
 
 CHANNELS = ["v5.channel.k8s.io", "v4.channel.k8s.io"]
+HANDSHAKE = {
+    "Connection": "Upgrade",
+    "Upgrade": "websocket",
+    "Sec-WebSocket-Version": "13",
+    "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+    "Sec-WebSocket-Protocol": ", ".join(CHANNELS),
+}
 FLOOD = 1000
 """Messages of 64 KiB the flooding peer sends (64 MiB): far more than any buffer on the way."""
 
@@ -149,8 +157,20 @@ def _hub_app(nc: NATS, namespace: str) -> web.Application:
     return app
 
 
+class SendOnly:
+    """An API server that takes no upgrades (as the simulated cluster's): `send` only."""
+
+    async def send(self, request: UpstreamRequest) -> UpstreamResponse:
+        return UpstreamResponse(404, [], _nothing())
+
+
+async def _nothing() -> AsyncIterator[bytes]:
+    for chunk in ():
+        yield chunk
+
+
 @contextlib.asynccontextmanager
-async def relaying(server: NatsServer) -> AsyncIterator[Relay]:
+async def relaying(server: NatsServer, send_only: bool = False) -> AsyncIterator[Relay]:
     peer = Peer()
     identity = ClusterIdentity(cluster_id=str(uuid.uuid4()), name="upgrades")
     hub, agent = await nats.connect(server.url), await nats.connect(server.url)
@@ -160,7 +180,8 @@ async def relaying(server: NatsServer) -> AsyncIterator[Relay]:
         upstream = await stack.enter_async_context(_served(peer.app()))
         client = ApiClient(Configuration(host=upstream))
         stack.push_async_callback(client.close)
-        proxy = asyncio.create_task(ProxyServer(agent, identity, KubeApiServer(client)).serve())
+        apiserver = SendOnly() if send_only else KubeApiServer(client)
+        proxy = asyncio.create_task(ProxyServer(agent, identity, apiserver).serve())
 
         async def stop() -> None:
             proxy.cancel()
@@ -175,7 +196,8 @@ async def relaying(server: NatsServer) -> AsyncIterator[Relay]:
             async with aiohttp.ClientSession() as session, session.get(f"{url}/refuse") as response:
                 return response.status == 403
 
-        await eventually(answers, timeout=10, what="the agent serves the cluster's subjects")
+        if not send_only:
+            await eventually(answers, timeout=10, what="the agent serves the cluster's subjects")
         yield relay_
 
 
@@ -270,12 +292,21 @@ async def test_a_vanished_client_closes_the_upstream(nats_server: NatsServer) ->
 
 async def test_a_refusal_reaches_the_client_unchanged(nats_server: NatsServer) -> None:
     async with relaying(nats_server) as relay_, aiohttp.ClientSession() as session:
-        handshake = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13"}
-        handshake["Sec-WebSocket-Key"] = "dGhlIHNhbXBsZSBub25jZQ=="
-        async with session.get(f"{relay_.url}/refuse", headers=handshake) as response:
+        async with session.get(f"{relay_.url}/refuse", headers=HANDSHAKE) as response:
             assert response.status == 403
             assert (await response.json())["message"] == "not you"
         assert relay_.peer.connections == 0
+
+
+async def test_an_api_server_without_websockets_refuses_upgrades(nats_server: NatsServer) -> None:
+    async with relaying(nats_server, send_only=True) as relay_, aiohttp.ClientSession() as session:
+
+        async def refused() -> dict[str, object] | None:
+            async with session.get(f"{relay_.url}/echo", headers=HANDSHAKE) as response:
+                return await response.json() if response.status == 400 else None
+
+        status = await eventually(refused, timeout=10, what="the agent's refusal")
+        assert status["message"] == "this cluster's API server takes no upgrades (/echo)"
 
 
 async def test_an_upgrade_not_from_the_hub_is_ignored(nats_server: NatsServer) -> None:
@@ -332,9 +363,7 @@ async def test_exec_attach_and_cp_get_the_childs_refusal(proxied: Proxied) -> No
     finally:
         await proxied.kubectl("delete", "pod", pod, "-n", "default", "--wait=false")
     base = f"{PROXY_PREFIX}{proxied.identity.cluster_id}/proxy/direct"
-    handshake = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13"}
-    handshake |= {"Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Protocol": ", ".join(CHANNELS)}
     path = f"{base}/api/v1/namespaces/default/pods/px-nowhere/exec?command=true&stdout=true"
-    async with proxied.hub.session() as session, session.get(path, headers=handshake) as response:
+    async with proxied.hub.session() as session, session.get(path, headers=HANDSHAKE) as response:
         assert response.status == 404
         assert (await response.json())["message"] == 'pods "px-nowhere" not found'
