@@ -15,9 +15,8 @@ from clusternet_nats.testing.waiting import eventually
 
 from ..e2e.conftest import HubClient
 from ..e2e.conftest import hub as hub  # the admin session on this module's system
-from .test_system import REPLICAS, VICTIMS, apply, converged, taken_over
-
-CLUSTERS = 4
+from ..natscluster.test_rollout import CLUSTERS, converged
+from .test_system import REPLICAS, VICTIMS, apply, taken_over
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +36,7 @@ async def test_a_nats_server_and_a_replica_of_each_killed_mid_rollout(
     for victim in VICTIMS:
         system.services[victim].kill()
     await eventually(
-        lambda: converged(hub, "r3-replicas", CLUSTERS), 120, what="rollout with a server and replicas down"
+        lambda: converged(hub, "r3-replicas"), 120, what="rollout with a server and replicas down"
     )
     for service_name in ("hub", "scheduler", "deployer"):
         await eventually(

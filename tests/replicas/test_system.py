@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import nats
 import pytest
 from clusternet_nats.api.subjects import LEASES_BUCKET
@@ -31,11 +30,10 @@ from clusternet_nats.testing.system import HUB_SIDE_SERVICES, System
 from clusternet_nats.testing.waiting import eventually
 from nats.js.api import DeliverPolicy
 
-from ..e2e.conftest import APPS, HubClient, cnet, owned_by
+from ..e2e.conftest import HubClient, cnet
 from ..e2e.conftest import hub as hub  # the admin session on this module's system
-from ..natscluster.test_rollout import write_app
+from ..natscluster.test_rollout import CLUSTERS, converged, write_app
 
-CLUSTERS = 12
 REPLICAS = 3
 APPS_BEFORE, APPS_AFTER = 6, 3
 VICTIMS = tuple(f"{service}-2" for service in HUB_SIDE_SERVICES)
@@ -77,23 +75,6 @@ def subscription_partition(description: bytes) -> int:
     labels = json.loads(description)["metadata"]["labels"]
     key = f"{labels['apps.clusternet.io/subs.namespace']}.{labels['apps.clusternet.io/subs.name']}"
     return partition_of(key, DEFAULT_PARTITIONS)
-
-
-async def converged(hub: HubClient, name: str, clusters: int = CLUSTERS) -> bool:
-    """Every cluster's Description Success, one each; the hub's retryable 503 (a NATS stream
-    electing a leader) is "not yet"."""
-    try:
-        sub = await hub.get(f"{APPS}/namespaces/default/subscriptions/{name}")
-        descriptions = owned_by(await hub.items(f"{APPS}/descriptions"), name)
-    except aiohttp.ClientResponseError as err:
-        if err.status == 503:
-            return False
-        raise
-    if ((sub or {}).get("status") or {}).get("completedReleases") != clusters:
-        return False
-    return len({d["metadata"]["namespace"] for d in descriptions}) == len(descriptions) == clusters and all(
-        (d.get("status") or {}).get("phase") == "Success" for d in descriptions
-    )
 
 
 async def holders(system: System, service: str) -> dict[str, str]:
