@@ -21,8 +21,10 @@ from clusternet_nats.runtime.frames import FrameReader, FrameSender, StreamBroke
 
 TEXT = 0x01
 FINAL = 0x02
-_UNSENDABLE = frozenset({1004, 1005, 1006, 1015})
-"""Close codes that report a state and may not be sent in a close frame (RFC 6455 7.4.1)."""
+_GONE = frozenset({1004, 1006, 1015})
+"""Close codes that report a dropped connection and may not be sent (RFC 6455 7.4.1): the other
+side hears 1001 (going away) instead."""
+_NO_STATUS = 1005
 
 
 class Socket(Protocol):
@@ -98,6 +100,10 @@ async def frames_to_socket(reader: FrameReader, socket: Socket) -> ProxyEnd:
 async def close_like(socket: Socket, end: ProxyEnd) -> None:
     """Closes the socket as the other side's closed (its code when one may be sent)."""
     code = end.close_code
-    if code is None or code in _UNSENDABLE or not 1000 <= code < 5000:
-        code = 1011 if end.error else 1000
+    if end.error and (code is None or code in _GONE):
+        code = 1011
+    elif code in _GONE:
+        code = 1001
+    elif code is None or code == _NO_STATUS or not 1000 <= code < 5000:
+        code = 1000
     await socket.close(code=code, message=(end.close_reason or "").encode()[:123])
