@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import aiohttp
 import nats
+import pytest
 from aiohttp import web
 from clusternet_nats.agent.backends.apiserver import UpstreamRequest, UpstreamResponse
 from clusternet_nats.agent.backends.kube.apiserver import KubeApiServer
@@ -339,6 +340,11 @@ async def test_a_websocket_watch_is_relayed_from_the_child(proxied: Proxied) -> 
         event = json.loads(data)
         assert event["type"] == "ADDED" and event["object"]["metadata"]["name"] == name
     await proxied.kubectl("delete", "configmap", name, "-n", "default")
+    # The hub authorizes an upgrade as any proxy request: carol may use no cluster's socket.
+    async with proxied.hub.session("carol") as session:
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await session.ws_connect(path, origin=proxied.hub.url)
+        assert refused.value.status == 403
 
 
 async def test_exec_attach_and_cp_get_the_childs_refusal(proxied: Proxied) -> None:
