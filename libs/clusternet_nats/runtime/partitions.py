@@ -157,7 +157,7 @@ class Partitions:
         await self.leases.start()
         await self.leases.wait_synced()
         await self._renew()
-        await self._balance()
+        await self._step(self._balance)
         loops = asyncio.gather(self._every(self._renew_and_check), self._every(self._balance))
         self._task = asyncio.ensure_future(loops)
 
@@ -179,13 +179,17 @@ class Partitions:
         await self.leases.stop()
 
     async def _every(self, step: Callable[[], Awaitable[None]]) -> None:
-        """Paces a step; a failed one (NATS away, a lost race) is logged and tried again."""
         while True:
             await asyncio.sleep(self.options.renew_interval)
-            try:
-                await step()
-            except Exception as err:
-                self._log.info("partitions.step_failed", step=step.__name__, error=repr(err))
+            await self._step(step)
+
+    async def _step(self, step: Callable[[], Awaitable[None]]) -> None:
+        """A failed step (NATS away or electing a leader, a lost race) is logged and tried again
+        at the next one: it must not stop the loop, nor the service at its start."""
+        try:
+            await step()
+        except Exception as err:
+            self._log.info("partitions.step_failed", step=step.__name__, error=repr(err))
 
     # -- the lease -------------------------------------------------------------------------
 

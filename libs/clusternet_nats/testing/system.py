@@ -272,16 +272,21 @@ class System:
         return [name for name, s in self.services.items() if s.module == "clusternet_nats.agent"]
 
     def start(self, timeout: float = 60.0) -> System:
+        """Starts NATS and every service; if one fails to get ready, stops all (nothing leaks)."""
         self.nats.start()
-        # Further hubs start once the first has generated the CA and certificate they share.
-        later = [name for name in self.services if name.startswith("hub-")]
-        for name, service in self.services.items():
-            if name not in later:
-                service.start()
-        self.wait_ready(timeout, ("hub",) if later else None)
-        for name in later:
-            self.services[name].start()
-        self.wait_ready(timeout)
+        try:
+            # Further hubs start once the first has generated the CA and certificate they share.
+            later = [name for name in self.services if name.startswith("hub-")]
+            for name, service in self.services.items():
+                if name not in later:
+                    service.start()
+            self.wait_ready(timeout, ("hub",) if later else None)
+            for name in later:
+                self.services[name].start()
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def wait_ready(self, timeout: float = 60.0, names: tuple[str, ...] | None = None) -> None:
