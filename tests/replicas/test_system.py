@@ -13,8 +13,10 @@ needs a parent kube-apiserver and is left out here.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,9 +28,10 @@ from clusternet_nats.api.subjects import LEASES_BUCKET
 from clusternet_nats.runtime.partitions import DEFAULT_PARTITIONS, partition_of
 from clusternet_nats.store.keys import kv_stream, kv_subject_prefix
 from clusternet_nats.store.kv import JsonBucket, is_deletion
-from clusternet_nats.testing.system import HUB_SIDE_SERVICES, System
+from clusternet_nats.testing.system import HUB_SIDE_SERVICES, ServiceProcess, System
 from clusternet_nats.testing.waiting import eventually
 from nats.js.api import DeliverPolicy
+from prometheus_client.parser import text_string_to_metric_families
 
 from ..e2e.conftest import HubClient, cnet
 from ..e2e.conftest import hub as hub  # the admin session on this module's system
@@ -100,6 +103,9 @@ async def test_replicas_share_the_work_and_survive_one_killed_mid_rollout(
         await eventually(
             lambda service=service: _shared(system, service), 30, what=f"{service}'s partitions spread over replicas"
         )
+        await eventually(
+            lambda service=service: _reported(system, service), 30, what=f"{service}'s replicas report their share"
+        )
     writes, attempts = Writes(), Writes()
     nc = await nats.connect(system.nats_url)
     subject = f"{kv_subject_prefix('descriptions')}>"
@@ -149,6 +155,25 @@ async def test_replicas_share_the_work_and_survive_one_killed_mid_rollout(
 async def _shared(system: System, service: str) -> bool:
     held = Counter((await holders(system, service)).values())
     return len(held) == REPLICAS and sum(held.values()) == DEFAULT_PARTITIONS
+
+
+async def _reported(system: System, service: str) -> bool:
+    """Every replica's `cnet_partitions_owned` is its share, and the shares add up to all."""
+    owned = [
+        await asyncio.to_thread(_partitions_owned, process)
+        for name, process in system.services.items()
+        if name == service or name.startswith(f"{service}-")
+    ]
+    return len(owned) == REPLICAS and all(owned) and sum(owned) == DEFAULT_PARTITIONS
+
+
+def _partitions_owned(process: ServiceProcess) -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{process.health_port}/metrics", timeout=5) as resp:
+        text = resp.read().decode()
+    for family in text_string_to_metric_families(text):
+        if family.name == "cnet_partitions_owned":
+            return int(sum(sample.value for sample in family.samples))
+    return 0
 
 
 async def taken_over(system: System, service: str) -> dict[str, str] | None:

@@ -89,6 +89,9 @@ GAUGES: dict[str, _Gauge] = {
         "Managed clusters by the status of their Ready condition (True, False, Unknown).", ("ready",)
     ),
     "cnet_agent_clusters_ready": _Gauge("Clusters this agent process hosts that are ready.", ()),
+    "cnet_partitions_owned": _Gauge(
+        "Partitions of the service's keys this replica holds and may work on (runtime/partitions.py).", ()
+    ),
 }
 """Gauges read at scrape time: name to help and label names (`Metrics.sample` checks against it)."""
 

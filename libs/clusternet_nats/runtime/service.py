@@ -83,6 +83,9 @@ class ServiceContext:
         self.ready = False
         self.partitions = Partitions(nc, self.js, name, options.replicas) if options.replicas else None
         """Which keys this replica works on; None: all of them (agents, one-replica tests)."""
+        if self.partitions is not None:
+            partitions = self.partitions
+            self.metrics.sample_value("cnet_partitions_owned", lambda: len(partitions.owned))
 
     def status_store(self, bucket: str, model: type[M]) -> StatusStore[M]:
         """Records of a status bucket, written the way this context may write (see `intake`)."""
