@@ -19,6 +19,7 @@ from clusternet_nats.hub.clusterinit import ClusterInitController
 from clusternet_nats.hub.feedinventory import FeedInventoryController
 from clusternet_nats.hub.helmcharts import HelmChartController
 from clusternet_nats.runtime.service import ServiceContext
+from clusternet_nats.runtime.tlsbuffers import limit_tls_read_buffer
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
 
@@ -49,6 +50,7 @@ class HubServer:
         app = make_app(self.ctx.nc, self.ctx.is_ready, security.gate)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
+        limit_tls_read_buffer()  # a connection per watch: 256 KiB each by default
         await web.TCPSite(self._runner, self.host, self.port, ssl_context=security.ssl_context).start()
         host, port = self._runner.addresses[0][:2]
         self.url = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
