@@ -38,7 +38,8 @@ import aiohttp
 import psutil
 from clusternet_nats.api.proxy import PROXY_PREFIX
 from clusternet_nats.testing.kube import ControlPlane
-from clusternet_nats.testing.natsserver import NatsServer, free_port
+from clusternet_nats.testing.leaf import hub_and_leaf
+from clusternet_nats.testing.natsserver import free_port
 from clusternet_nats.testing.reference import load_average, publish_async_rate
 from clusternet_nats.testing.system import ServiceProcess, ensure_admin_token, wait_ready
 from clusternet_nats.testing.tools import ensure_tools
@@ -211,18 +212,7 @@ async def many_watches(
 
 async def run(args: argparse.Namespace) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
-    leaf_port = free_port()
-    hub_nats = NatsServer(
-        store_dir=workdir / "hub-nats",
-        jetstream_domain="hub",
-        extra_config=f"leafnodes {{ listen: 127.0.0.1:{leaf_port} }}",
-    )
-    leaf_nats = NatsServer(
-        store_dir=workdir / "leaf-nats",
-        server_name="leaf",
-        jetstream_domain="leaf",
-        extra_config=f'leafnodes {{ remotes: [ {{ url: "nats://127.0.0.1:{leaf_port}" }} ] }}',
-    )
+    hub_nats, leaf_nats = hub_and_leaf(workdir)
     control_plane = ControlPlane("child", ensure_tools(), workdir / "child")
     services: list[ServiceProcess] = []
     try:

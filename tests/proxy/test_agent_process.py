@@ -18,7 +18,8 @@ from pathlib import Path
 import aiohttp
 from clusternet_nats.api.proxy import PROXY_PREFIX
 from clusternet_nats.testing.kube import ControlPlane
-from clusternet_nats.testing.natsserver import NatsServer, free_port
+from clusternet_nats.testing.leaf import hub_and_leaf
+from clusternet_nats.testing.natsserver import free_port
 from clusternet_nats.testing.system import ServiceProcess, ensure_admin_token, wait_ready
 from clusternet_nats.testing.waiting import eventually
 
@@ -41,18 +42,7 @@ def test_a_kubeconfig_without_the_kube_backend_is_refused_naming_both_flags(tmp_
 @contextlib.contextmanager
 def _deployed(workdir: Path, plane: ControlPlane) -> Iterator[tuple[str, str]]:
     """Hub and leaf nats-servers, the hub and the kube agent as processes; yields the hub's URL and token."""
-    leaf_port = free_port()
-    hub_nats = NatsServer(
-        store_dir=workdir / "hub-nats",
-        jetstream_domain="hub",
-        extra_config=f"leafnodes {{ listen: 127.0.0.1:{leaf_port} }}",
-    )
-    leaf_nats = NatsServer(
-        store_dir=workdir / "leaf-nats",
-        server_name="leaf",
-        jetstream_domain="leaf",
-        extra_config=f'leafnodes {{ remotes: [ {{ url: "nats://127.0.0.1:{leaf_port}" }} ] }}',
-    )
+    hub_nats, leaf_nats = hub_and_leaf(workdir)
     services: list[ServiceProcess] = []
     try:
         hub_nats.start()
