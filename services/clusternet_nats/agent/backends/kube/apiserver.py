@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import os
 import ssl
 import tempfile
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
 from clusternet_nats.agent.backends.apiserver import UpstreamRequest, UpstreamResponse, UpstreamSocket
 from clusternet_nats.api.proxy import MAX_MESSAGE, answer_header, failure_status
 from kubernetes_asyncio.client import ApiClient, Configuration
@@ -30,6 +32,28 @@ class KubeApiServer:
     def __init__(self, client: ApiClient) -> None:
         self._client = client
         self._configuration: Configuration = client.configuration
+        self._session: aiohttp.ClientSession | None = None
+        self._proxy: URL | None = None
+
+    def _pooled(self) -> aiohttp.ClientSession:
+        """kubernetes_asyncio's connections (its pool and TLS context) in a session without its
+        `trust_env`, which costs every request two thread hops (netrc, proxy environment): ~0.7 ms of
+        a 1.7 ms GET. The proxy to the API server (kubeconfig's, else the environment's) is found once."""
+        if self._session is None:
+            pool = self._client.rest_client.pool_manager
+            self._session = aiohttp.ClientSession(connector=pool.connector, connector_owner=False, read_bufsize=2**21)
+            host = URL(str(self._configuration.host))
+            if self._configuration.proxy:
+                self._proxy = URL(self._configuration.proxy)
+            else:
+                with contextlib.suppress(LookupError):
+                    self._proxy = get_env_proxy_for_url(host)[0]
+        return self._session
+
+    async def close(self) -> None:
+        """Closes the session; the connections are the kube client's, closed with it."""
+        if self._session is not None:
+            await self._session.close()
 
     async def send(self, request: UpstreamRequest) -> UpstreamResponse:
         prepared = await self._prepare(request)
@@ -45,6 +69,7 @@ class KubeApiServer:
                 timeout=aiohttp.ClientTimeout(total=request.timeout),
                 allow_redirects=False,
                 auto_decompress=False,
+                proxy=None if own_credential else self._proxy,
             )
         except (aiohttp.ClientError, OSError, TimeoutError) as err:
             if own_credential:
@@ -65,7 +90,11 @@ class KubeApiServer:
         release = session.close if own_credential else None
         try:
             socket = await session.ws_connect(
-                url, protocols=tuple(protocols), headers=headers, max_msg_size=MAX_MESSAGE
+                url,
+                protocols=tuple(protocols),
+                headers=headers,
+                max_msg_size=MAX_MESSAGE,
+                proxy=None if own_credential else self._proxy,
             )
         except aiohttp.WSServerHandshakeError as err:
             if release is not None:
@@ -101,7 +130,7 @@ class KubeApiServer:
                 return _status(400, "BadRequest", str(err))
             session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context))
         else:
-            session = self._client.rest_client.pool_manager
+            session = self._pooled()
             auth = (await self._configuration.auth_settings()).get("BearerToken")
             if auth:
                 headers["Authorization"] = auth["value"]

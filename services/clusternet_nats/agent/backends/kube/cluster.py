@@ -64,6 +64,7 @@ class KubeCluster:
         self.kubeconfig = kubeconfig
         self.helm = Helm(helm, kubeconfig)
         self._api: KubeApi | None = None
+        self._apiserver: KubeApiServer | None = None
         self._started = False
         self._listeners: list[StatusListener] = []
         self._drift_listeners: list[StatusListener] = []
@@ -94,6 +95,8 @@ class KubeCluster:
     async def close(self) -> None:
         if self._api is not None:
             await self.watcher.close()
+            if self._apiserver is not None:
+                await self._apiserver.close()
             await self._api.close()
 
     async def wait_cluster_id(self) -> str:
@@ -199,4 +202,6 @@ class KubeCluster:
 
     def apiserver(self) -> ApiServer:
         """The child's API server for the hub's proxy, over this backend's connection (started)."""
-        return KubeApiServer(self.api.client)
+        if self._apiserver is None:
+            self._apiserver = KubeApiServer(self.api.client)
+        return self._apiserver
