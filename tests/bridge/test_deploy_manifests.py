@@ -77,7 +77,7 @@ async def test_agent_may_apply_descriptions(installed: Parent, what: tuple[str, 
     [
         ("create", "clusterrolebindings.rbac.authorization.k8s.io"),
         ("escalate", "clusterroles.rbac.authorization.k8s.io"),
-        ("impersonate", "users"),
+        ("impersonate", "userextras/scopes"),  # impersonating users and groups is the proxy's, extras not
         ("create", "pods/exec", "-n", "any"),
         ("delete", "nodes"),
         ("deletecollection", "secrets", "-n", "any"),

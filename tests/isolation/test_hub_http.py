@@ -83,8 +83,17 @@ def _base(group: str) -> str:
     return f"/apis/{group}/" if group else "/api/v1/"
 
 
+ANY_METHOD = ("GET", "POST", "PUT", "PATCH", "DELETE")
+"""What a route taking any method (`*`: the proxy to child clusters) is tried with."""
+
+
 def _routes(hub: ServedHub) -> list[tuple[str, str]]:
-    routes = [(route.method, route.resource.canonical) for route in hub.server.app.router.routes() if route.resource]
+    routes = [
+        (method, route.resource.canonical)
+        for route in hub.server.app.router.routes()
+        if route.resource
+        for method in (ANY_METHOD if route.method == "*" else (route.method,))
+    ]
     return sorted(set(routes))
 
 

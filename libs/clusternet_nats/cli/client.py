@@ -6,6 +6,7 @@ becomes a HubError whose text is what kubectl would print, so commands never sho
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import ssl
@@ -19,6 +20,9 @@ from clusternet_nats.cli.config import ClientSettings, ConfigError, ca_data_pem
 from clusternet_nats.store.tracecontext import inject
 
 TIMEOUT = aiohttp.ClientTimeout(total=60, connect=10)
+MAX_RETRIES = 10
+"""How many times an answer with Retry-After is tried again (client-go's default)."""
+MAX_RETRY_WAIT = 10.0
 
 Object = dict[str, Any]
 
@@ -89,18 +93,25 @@ class HubClient:
     async def request(
         self, method: str, path: str, body: Object | None = None, params: dict[str, str] | None = None
     ) -> tuple[int, Object]:
-        """(HTTP status, JSON body) of a successful request; raises HubError otherwise."""
+        """(HTTP status, JSON body) of a successful request; raises HubError otherwise. An answer
+        that says when to try again (429 or 5xx with Retry-After: the hub while NATS elects a
+        leader) is tried again after that long, up to MAX_RETRIES times, as client-go does."""
         try:
-            async with self.session.request(
-                method, self.server + path, json=body, params=params, headers=inject({})
-            ) as resp:
-                text = await resp.text()
-                data = _json(resp, text)
-                if resp.status >= 400:
-                    if data.get("kind") == "Status":
-                        raise HubError.from_status(resp.status, data)
-                    raise HubError(text.strip()[:300] or str(resp.reason), resp.status, str(resp.reason or ""))
-                return resp.status, data
+            for attempt in range(MAX_RETRIES + 1):
+                async with self.session.request(
+                    method, self.server + path, json=body, params=params, headers=inject({})
+                ) as resp:
+                    text = await resp.text()
+                    wait = _retry_after(resp)
+                if wait is None or attempt == MAX_RETRIES:
+                    break
+                await asyncio.sleep(wait)
+            data = _json(resp, text)
+            if resp.status >= 400:
+                if data.get("kind") == "Status":
+                    raise HubError.from_status(resp.status, data)
+                raise HubError(text.strip()[:300] or str(resp.reason), resp.status, str(resp.reason or ""))
+            return resp.status, data
         except aiohttp.ClientConnectorCertificateError as err:
             why = getattr(err.certificate_error, "verify_message", None) or err.certificate_error
             raise HubError(
@@ -165,6 +176,18 @@ class HubClient:
         selector = f"involvedObject.kind={kind},involvedObject.name={name}"
         data = (await self.request("GET", events_path(namespace), params={"fieldSelector": selector}))[1]
         return list(data.get("items") or [])
+
+
+def _retry_after(resp: aiohttp.ClientResponse) -> float | None:
+    """Seconds to wait before trying again, when the answer asks for it (429, or 5xx with
+    Retry-After); None: the answer stands."""
+    header = resp.headers.get("Retry-After")
+    if header is None or not (resp.status == 429 or resp.status >= 500):
+        return None
+    try:
+        return min(max(float(header), 0.0), MAX_RETRY_WAIT)
+    except ValueError:
+        return 1.0
 
 
 def _json(resp: aiohttp.ClientResponse, text: str) -> Object:

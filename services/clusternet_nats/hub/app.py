@@ -96,7 +96,8 @@ async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
         response = ApiError(exc.status, exc.reason.replace(" ", ""), exc.text or exc.reason).response()
     except nats.errors.Error as err:  # NATS unreachable or slow: worth a retry, unlike a 500
         log.warning("request.store_unavailable", method=request.method, path=request.path, error=repr(err))
-        response = ApiError(503, "ServiceUnavailable", f"the store is unavailable: {err!r}").response()
+        message = f"the store is unavailable: {err!r}"
+        response = ApiError(503, "ServiceUnavailable", message, {"retryAfterSeconds": 1}).response()
     except Exception:
         log.exception("request.failed", method=request.method, path=request.path)
         response = ApiError(500, "InternalError", "internal error; see the hub's log").response()

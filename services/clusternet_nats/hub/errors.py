@@ -36,7 +36,11 @@ class ApiError(Exception):
         return body
 
     def response(self) -> web.Response:
-        return web.json_response(self.body(), status=self.code)
+        response = web.json_response(self.body(), status=self.code)
+        retry = (self.details or {}).get("retryAfterSeconds")
+        if retry is not None:  # as kube-apiserver: clients (client-go, cnet) wait and try again
+            response.headers["Retry-After"] = str(retry)
+        return response
 
 
 def resource(info: KindInfo) -> str:
