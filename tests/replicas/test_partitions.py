@@ -160,9 +160,14 @@ async def test_replicas_share_take_over_and_never_overlap(group: Group) -> None:
 
     victim, survivors = replicas[0], replicas[1:]
     victim_partitions = set(victim.owned)
+    churned_at = time.monotonic()
     churn = asyncio.create_task(keep_changing(replicas))
     try:
-        await asyncio.sleep(0.3)  # let work run in all three before the cut
+        await eventually(
+            lambda: {h.replica for h in record.handled if h.start >= churned_at} == {r.name for r in replicas},
+            timeout=20,
+            what="work running in all three replicas before the cut",
+        )
         await victim.link.cut()
         await eventually(
             lambda: sum(len(r.owned) for r in survivors) == PARTITIONS,
