@@ -8,8 +8,8 @@ scheduler, deployer, predictor) and of the agent process hosting the simulated c
     .venv/bin/python bench/replication_rollout.py --clusters 1000 --nats-cluster 3
 
 `--nats-cluster 3` runs NATS as a 3-server JetStream cluster with R3 buckets. Beside the figures
-it prints a raw reference measured in the same run on the same NATS: the rate of JetStream
-publishes (acknowledged, 64 in flight) to a stream with the buckets' replicas, and the load
+it prints a raw reference measured in the same run on the same NATS: nats-py `publish_async`
+into a stream with the buckets' replicas (testing/reference.py, as every bench), and the load
 average, since the machine is shared.
 """
 
@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import nats
 import psutil
 from clusternet_nats.testing.natsserver import NatsCluster
+from clusternet_nats.testing.reference import load_average, publish_async_rate
 from clusternet_nats.testing.system import System
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,28 +75,6 @@ spec:
 
 def rss_mib(pid: int) -> float:
     return float(psutil.Process(pid).memory_info().rss) / 2**20
-
-
-async def js_publish_rate(url: str, replicas: int, count: int = 5000, in_flight: int = 64) -> float:
-    """Acknowledged JetStream publishes per second to a stream of `replicas` replicas."""
-    nc = await nats.connect(servers=url.split(","))
-    js = nc.jetstream()
-    try:
-        await js.add_stream(name="BENCH_REFERENCE", subjects=["bench.reference"], num_replicas=replicas)
-        payload = b"x" * 512
-        sem = asyncio.Semaphore(in_flight)
-
-        async def one() -> None:
-            async with sem:
-                await js.publish("bench.reference", payload)
-
-        started = time.monotonic()
-        await asyncio.gather(*(one() for _ in range(count)))
-        rate = count / (time.monotonic() - started)
-        await js.delete_stream("BENCH_REFERENCE")
-        return rate
-    finally:
-        await nc.close()
 
 
 def rollout(system: System, manifest_file: Path, clusters: int, timeout: float) -> float | None:
@@ -152,12 +129,12 @@ def main() -> int:
         elapsed = rollout(system, manifest_file, args.clusters, args.timeout)
         if elapsed is None:
             return 1
-        load = os.getloadavg()[0]
+        load = load_average()
         replicas = system.stream_replicas
         nats_kind = f"{args.nats_cluster}-server cluster, R{replicas}" if args.nats_cluster > 1 else "1 server"
-        print(f"apply -> all {args.clusters} Descriptions Success: {elapsed:.2f}s (NATS {nats_kind}, load {load:.2f})")
-        reference = asyncio.run(js_publish_rate(system.nats_url, int(system.stream_replicas)))
-        print(f"  raw reference: {reference:,.0f} JetStream publishes/s (R{system.stream_replicas}, 64 in flight)")
+        print(f"apply -> all {args.clusters} Descriptions Success: {elapsed:.2f}s (NATS {nats_kind}, load {load})")
+        reference = asyncio.run(publish_async_rate(system.nats_url, int(system.stream_replicas)))
+        print(f"  raw reference: nats-py publish_async {reference:,.0f} msgs/s (R{system.stream_replicas})")
         hub_side = {name: rss_mib(pid) for name, pid in system.hub_side_pids().items()}
         if isinstance(system.nats, NatsCluster):
             hub_side.pop("nats-server", None)
