@@ -57,6 +57,7 @@ async def test_up_with_a_nats_cluster_survives_a_killed_server(tmp_path: Path) -
         listed = await eventually(answers, 60, what="cnet get mcls after a NATS server was killed")
         assert "sim" in listed
     finally:
-        proc.send_signal(signal.SIGINT)
+        if proc.returncode is None:  # already gone: its output below says why
+            proc.send_signal(signal.SIGINT)
         rest, _ = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, rest.decode()
