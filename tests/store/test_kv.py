@@ -87,3 +87,44 @@ async def test_raw_bucket_create_over_tombstone(js: JetStreamContext, unique_ns:
     assert await bucket.create(key, b'{"again":true}') > rev
     with pytest.raises(ConflictError):
         await bucket.write(key, b"{}", rev)
+
+
+async def test_pipelined_writes_report_a_conflict_for_exactly_the_stale_key(
+    js: JetStreamContext, unique_ns: str
+) -> None:
+    store: ObjectStore[Subscription] = ObjectStore(js, by_kind("Subscription"))
+    fresh = await store.create(subscription(unique_ns, "fresh"))
+    stale = await store.create(subscription(unique_ns, "stale"))
+    gone = await store.create(subscription(unique_ns, "gone"))
+    moved_on = await store.update(subscription(unique_ns, "stale", label="b"), stale)
+    await store.delete(unique_ns, "gone")
+
+    results = await store.write_all(
+        [
+            (subscription(unique_ns, "fresh", label="x"), fresh),
+            (subscription(unique_ns, "stale", label="y"), stale),
+            (subscription(unique_ns, "new"), None),
+            (subscription(unique_ns, "gone"), None),  # created over its tombstone
+            (subscription(unique_ns, "fresh"), None),  # exists: refused
+        ]
+    )
+
+    updated, conflict, new, recreated, duplicate = results
+    assert isinstance(updated, Subscription) and updated.metadata.generation == 2
+    assert isinstance(conflict, ConflictError) and not isinstance(conflict, AlreadyExistsError)
+    assert conflict.key == store.key(unique_ns, "stale")
+    assert isinstance(new, Subscription) and new.metadata.uid and new.metadata.generation == 1
+    assert isinstance(recreated, Subscription) and recreated.metadata.uid != gone.metadata.uid
+    assert isinstance(duplicate, AlreadyExistsError)
+    assert await store.get(unique_ns, "stale") == moved_on, "a lost compare-and-set wrote nothing"
+    for written in (updated, new, recreated):
+        assert await store.get(unique_ns, written.name) == written
+
+
+async def test_pipelined_write_of_an_unchanged_object_writes_nothing(js: JetStreamContext, unique_ns: str) -> None:
+    store: ObjectStore[Subscription] = ObjectStore(js, by_kind("Subscription"))
+    current = await store.create(subscription(unique_ns, "same"))
+    last = (await js.stream_info(f"KV_{store.info.bucket}")).state.last_seq
+    [result] = await store.write_all([(subscription(unique_ns, "same"), current)])
+    assert result is current
+    assert (await js.stream_info(f"KV_{store.info.bucket}")).state.last_seq == last

@@ -116,3 +116,14 @@ async def test_pull_reader_reports_a_deleted_consumer(nc: NATS, js: JetStreamCon
 
 async def _waiting(js: JetStreamContext, stream: str, consumer: str) -> bool:
     return ((await js.consumer_info(stream, consumer)).num_waiting or 0) > 0
+
+
+async def test_pipelined_writes_use_the_jetstream_connection(js: JetStreamContext, unique_ns: str) -> None:
+    """kv._pipelined reads nats-py's private `js._nc` (publish_async drops JetStream errors): this
+    pins it, and that a stale write among many is a ConflictError, not a timeout."""
+    assert isinstance(js._nc, NATS)
+    bucket = JsonBucket(js, "bindings")
+    first = await bucket.create(f"{unique_ns}.a", b"{}")
+    outcomes = await bucket.write_many([(f"{unique_ns}.a", b"{}", first + 1000), (f"{unique_ns}.b", b"{}", 0)])
+    assert isinstance(outcomes[0], ConflictError)
+    assert outcomes[1] == (await bucket.get(f"{unique_ns}.b") or (b"", 0))[1]

@@ -29,23 +29,32 @@ What is nats-py's and what is ours, and why:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import uuid
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import structlog
 from clusternet_nats.api.meta import KubeObject, utcnow
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.domain.finalizers import added_while_deleting, held
 from clusternet_nats.store.domain import api_prefix
-from clusternet_nats.store.errors import AlreadyExistsError, ConflictError, InvalidError, UndecodableError
+from clusternet_nats.store.errors import (
+    AlreadyExistsError,
+    ConflictError,
+    InvalidError,
+    StoreError,
+    UndecodableError,
+)
 from clusternet_nats.store.errors import NotFoundError as ObjectNotFoundError
 from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.store.keys import kv_stream, kv_subject_prefix, object_key
-from clusternet_nats.store.tracecontext import inject, span
+from clusternet_nats.store.tracecontext import AttributeValue, inject, span
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import DEFAULT_PREFIX, AckPolicy, ConsumerConfig, DeliverPolicy, Header
 from nats.js.errors import APIError, KeyNotFoundError
@@ -61,6 +70,11 @@ UNDECODABLE: Counter[str] = Counter()
 CONTENT_TYPE = "Content-Type"
 JSON_CONTENT_TYPE = "application/json"
 _WRONG_LAST_SEQUENCE = (10071, 10164)  # JSStreamWrongLastSequenceErrF, JSStreamWrongLastSequenceConstantErr
+WRITE_TIMEOUT = 5.0
+"""Seconds a pipelined write waits for its ack, or for room among the publishes in flight
+(nats-py's default request timeout, which an awaited write has)."""
+MAX_PENDING = 1024
+"""Pipelined publishes of one batch awaiting their acks at once."""
 
 
 def is_deletion(headers: Mapping[str, str] | None) -> bool:
@@ -72,12 +86,74 @@ def is_deletion(headers: Mapping[str, str] | None) -> bool:
 
 T = TypeVar("T", bound=BaseModel)
 K = TypeVar("K", bound=KubeObject)
+R = TypeVar("R")
+
+
+async def settled(write: Awaitable[R]) -> R | StoreError:
+    """The result of a write, or the store error it failed with (one outcome among many)."""
+    try:
+        return await write
+    except StoreError as err:
+        return err
 
 
 @dataclass(frozen=True)
 class Versioned(Generic[T]):
     value: T
     revision: int
+
+
+async def _pipelined(
+    js: JetStreamContext, publishes: Sequence[tuple[str, bytes, dict[str, str]]]
+) -> list[int | BaseException]:
+    """JetStream publishes all in flight together, at most MAX_PENDING unacknowledged (the flow
+    control); each one's stream sequence, or the error it got, in order.
+
+    nats-py's `publish_async` would do this, but its reply handler raises a JetStream error
+    instead of setting it on the publish's future (2.16: `APIError.from_error` raises), so a lost
+    compare-and-set would surface as a timeout. This is the same protocol (a reply inbox per
+    batch, a token per message) with errors kept. The connection is nats-py's `js._nc`, which
+    has no public accessor (tests/store/test_nats_py.py).
+    """
+    nc = js._nc
+    inbox = nc.new_inbox()
+    loop = asyncio.get_running_loop()
+    acks: dict[str, asyncio.Future[Msg]] = {}
+    room = asyncio.Semaphore(MAX_PENDING)
+
+    async def acked(msg: Msg) -> None:
+        ack = acks.get(msg.subject)
+        if ack is not None and not ack.done():
+            ack.set_result(msg)
+            room.release()
+
+    sub = await nc.subscribe(f"{inbox}.*", cb=acked)
+    try:
+        for index, (subject, data, headers) in enumerate(publishes):
+            await asyncio.wait_for(room.acquire(), WRITE_TIMEOUT)
+            reply = f"{inbox}.{index}"
+            acks[reply] = loop.create_future()
+            await nc.publish(subject, data, reply=reply, headers=headers)
+        if acks:
+            await asyncio.wait(acks.values(), timeout=WRITE_TIMEOUT)
+    finally:
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()
+    return [_ack(future) for future in acks.values()]
+
+
+def _ack(future: asyncio.Future[Msg]) -> int | BaseException:
+    """The stream sequence a JetStream publish was stored at, or why it was not."""
+    if not future.done():
+        future.cancel()
+        return TimeoutError("no acknowledgement from JetStream")
+    msg = future.result()
+    if not msg.data and msg.headers and msg.headers.get(Header.STATUS):  # e.g. 503: no stream
+        return APIError(code=int(msg.headers[Header.STATUS]), description=msg.headers.get(Header.DESCRIPTION))
+    reply = json.loads(msg.data)
+    if "error" in reply:
+        return APIError(**reply["error"])
+    return int(reply["seq"])
 
 
 class JsonBucket:
@@ -138,6 +214,38 @@ class JsonBucket:
             return await self.intake.put(self.name, key, data, revision)
         headers = {Header.EXPECTED_LAST_SUBJECT_SEQUENCE: str(revision), CONTENT_TYPE: JSON_CONTENT_TYPE}
         return await self._cas_publish(key, data, headers)
+
+    async def write_many(self, writes: Sequence[tuple[str, bytes, int]]) -> list[int | StoreError]:
+        """`write` of many keys at once: every CAS publish in flight together (nats-py's
+        `publish_async`, bounded by its pending limit, which is the flow control), so a fan-out
+        costs the bus's throughput, not one round trip per key. Each key's outcome in order: its
+        new revision, or ConflictError for exactly the keys whose revision was stale (a revision
+        0 write over a tombstone too; `create` resolves those). Any other failure is raised once
+        every publish has settled."""
+        if not writes:
+            return []
+        if self.intake is not None:
+            return [await settled(self.write(key, data, revision)) for key, data, revision in writes]
+        attributes: dict[str, AttributeValue] = {"cnet.bucket": self.name, "cnet.writes": len(writes)}
+        with span("store.write_many", kind=SpanKind.PRODUCER, attributes=attributes) as current:
+            carried = inject({CONTENT_TYPE: JSON_CONTENT_TYPE})
+            publishes = [
+                (self.write_prefix + key, data, {**carried, Header.EXPECTED_LAST_SUBJECT_SEQUENCE: str(revision)})
+                for key, data, revision in writes
+            ]
+            out: list[int | StoreError] = []
+            failure: BaseException | None = None
+            for (key, _, _), ack in zip(writes, await _pipelined(self.js, publishes), strict=True):
+                if isinstance(ack, int):
+                    out.append(ack)
+                elif isinstance(ack, APIError) and ack.err_code in _WRONG_LAST_SEQUENCE:
+                    out.append(ConflictError(self.name, key, ack.description or ""))
+                else:
+                    failure = failure or ack
+            current.set_attribute("cnet.conflicts", sum(isinstance(o, ConflictError) for o in out))
+            if failure is not None:
+                raise failure
+        return out
 
     async def create(self, key: str, data: bytes) -> int:
         if self.intake is not None:  # the hub creates over a tombstone itself
@@ -288,10 +396,12 @@ class ObjectStore(Generic[K]):
 
     @staticmethod
     def encode(obj: KubeObject) -> bytes:
-        without_status = {"status": None} if "status" in type(obj).model_fields else {}
-        stored = obj.model_copy(deep=True, update=without_status)
-        stored.metadata.resource_version = None
-        return stored.to_json()
+        """What is stored: the object without status (its own bucket) and resourceVersion (the
+        KV revision), serialized in one pass rather than from a copy."""
+        exclude: dict[str, Any] = {"metadata": {"resource_version"}}
+        if "status" in type(obj).model_fields:
+            exclude["status"] = True
+        return obj.model_dump_json(by_alias=True, exclude_none=True, exclude=exclude).encode()
 
     async def get(self, namespace: str | None, name: str) -> K | None:
         key = self.key(namespace, name)
@@ -309,14 +419,9 @@ class ObjectStore(Generic[K]):
         return [obj for _, obj in self.decodable(sorted(await self.bucket.entries(key_filter)))]
 
     async def create(self, obj: K) -> K:
-        obj = obj.model_copy(deep=True)
-        meta = obj.metadata
-        meta.uid = meta.uid or str(uuid.uuid4())
-        meta.creation_timestamp = meta.creation_timestamp or utcnow()
-        meta.deletion_timestamp = None
-        meta.generation = 1
+        obj = self._created(obj)
         revision = await self.bucket.create(self.key_of(obj), self.encode(obj))
-        meta.resource_version = str(revision)
+        obj.metadata.resource_version = str(revision)
         return obj
 
     async def update(self, obj: K, current: K | None = None) -> K:
@@ -325,11 +430,76 @@ class ObjectStore(Generic[K]):
         current = current or await self.get(obj.metadata.namespace, obj.name)
         if current is None:
             raise ObjectNotFoundError(self.info.plural, key)
+        staged = self._updated(obj, current)
+        if staged is None:
+            return current
+        obj, data, expected = staged
+        if obj.metadata.deletion_timestamp is not None and not held(obj.metadata):
+            await self.bucket.delete(key, expected)  # the last finalizer went: so does the object
+            return obj
+        obj.metadata.resource_version = str(await self.bucket.write(key, data, expected))
+        return obj
+
+    async def write_all(self, writes: Sequence[tuple[K, K | None]]) -> Sequence[K | StoreError]:
+        """`create` (no current) or `update` (on the current it was read as) of each object,
+        their writes pipelined (`JsonBucket.write_many`); each outcome in order: the stored
+        object, or the error of that one object (ConflictError, AlreadyExistsError,
+        InvalidError), the others written regardless."""
+        out: dict[int, K | StoreError] = {}
+        staged: list[tuple[int, K, bytes, int]] = []
+        for index, (obj, current) in enumerate(writes):
+            if current is None:
+                created = self._created(obj)
+                staged.append((index, created, self.encode(created), 0))
+                continue
+            try:
+                update = self._updated(obj, current)
+            except StoreError as err:
+                out[index] = err
+                continue
+            if update is None:
+                out[index] = current
+            elif update[0].metadata.deletion_timestamp is not None and not held(update[0].metadata):
+                out[index] = await settled(self.update(obj, current))  # a delete, not a write
+            else:
+                staged.append((index, *update))
+        revisions = await self.bucket.write_many([(self.key_of(obj), data, rev) for _, obj, data, rev in staged])
+        for (index, obj, data, expected), revision in zip(staged, revisions, strict=True):
+            if isinstance(revision, ConflictError) and expected == 0:  # perhaps over a tombstone
+                revision = await settled(self.bucket.create(self.key_of(obj), data))
+            if isinstance(revision, StoreError):
+                out[index] = revision
+            else:
+                obj.metadata.resource_version = str(revision)
+                out[index] = obj
+        return [out[index] for index in range(len(writes))]
+
+    @staticmethod
+    def _own_metadata(obj: K) -> K:
+        """A copy of `obj` whose metadata may be set without changing `obj`; the rest is shared
+        (objects are never changed in place), so a write costs no deep copy."""
+        return obj.model_copy(update={"metadata": obj.metadata.model_copy()})
+
+    def _created(self, obj: K) -> K:
+        """`obj` as created: uid, creationTimestamp, generation 1, not deleting."""
+        obj = self._own_metadata(obj)
+        meta = obj.metadata
+        meta.uid = meta.uid or str(uuid.uuid4())
+        meta.creation_timestamp = meta.creation_timestamp or utcnow()
+        meta.deletion_timestamp = None
+        meta.generation = 1
+        return obj
+
+    def _updated(self, obj: K, current: K) -> tuple[K, bytes, int] | None:
+        """`obj` as an update of `current` would store it, its encoding and the revision the
+        write expects; None when that stores nothing new. Raises ConflictError (stale) and
+        InvalidError (a finalizer added while deleting)."""
+        key = self.key_of(obj)
         expected = int(obj.metadata.resource_version or current.metadata.resource_version or 0)
         if expected != int(current.metadata.resource_version or 0):
             # Stale even if the content is unchanged: the caller decided on an old version.
             raise ConflictError(self.info.plural, key, f"expected revision {expected}")
-        obj = obj.model_copy(deep=True)
+        obj = self._own_metadata(obj)
         meta = obj.metadata
         meta.uid = current.metadata.uid
         meta.creation_timestamp = current.metadata.creation_timestamp
@@ -341,14 +511,8 @@ class ObjectStore(Generic[K]):
         if _spec_of(obj) != _spec_of(current):
             generation += 1
         meta.generation = generation
-        if self.encode(obj) == self.encode(current):
-            return current
-        if meta.deletion_timestamp is not None and not held(meta):
-            await self.bucket.delete(key, expected)  # the last finalizer went: so does the object
-            return obj
-        revision = await self.bucket.write(key, self.encode(obj), expected)
-        meta.resource_version = str(revision)
-        return obj
+        data = self.encode(obj)
+        return None if data == self.encode(current) else (obj, data, expected)
 
     async def apply(self, obj: K) -> K:
         """Create, or replace the latest version (what `kubectl apply` means to a user); a lost
@@ -360,7 +524,7 @@ class ObjectStore(Generic[K]):
                     return await self.create(obj)
                 except AlreadyExistsError:
                     continue
-            replacement = obj.model_copy(deep=True)
+            replacement = self._own_metadata(obj)
             replacement.metadata.resource_version = current.metadata.resource_version
             if replacement.metadata.finalizers is None:  # not named: kept, as kubectl apply's patch keeps them
                 replacement.metadata.finalizers = current.metadata.finalizers
@@ -390,7 +554,7 @@ class ObjectStore(Generic[K]):
             return obj
         if obj.metadata.deletion_timestamp is not None:
             return obj
-        marked = obj.model_copy(deep=True)
+        marked = self._own_metadata(obj)
         marked.metadata.deletion_timestamp = utcnow()
         marked.metadata.resource_version = str(await self.bucket.write(key, self.encode(marked), revision))
         return marked
