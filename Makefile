@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo up test lint schemas bench clean tools images
+.PHONY: install demo up test lint schemas bench scale clean tools images
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,13 @@ schemas: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/replication_rollout.py
+
+# docs/scale.md and docs/scale-*.png from the benches at 100 to 10,000 clusters (about an hour on
+# 2 cores; raw results kept in docs/scale-results). SCALE_ARGS=--report-only redraws from those.
+SCALE_ARGS ?=
+scale: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[bench]"
+	$(BIN)/python bench/scale.py $(SCALE_ARGS)
 
 clean:
 	rm -rf $(VENV) .cnet-up .mypy_cache .ruff_cache

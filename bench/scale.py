@@ -1,0 +1,840 @@
+"""The scale report: docs/scale.md and docs/scale-*.png, from the benches at 100 to 10,000 clusters.
+
+Runs each bench that yields a figure of the report (the rollout bench per strategy, the fleet
+bench) as a subprocess with `--json`, one cluster count at a time, each under its own timeout so
+one hung size is reported as such and the rest still run. Keeps every raw result (JSON Lines of
+clusternet_nats.testing.benchresult) and each run's output in --results, then renders the report
+from what is there: a figure that was not measured says why (timeout, failure, bench missing, the
+bench did not report it), never a guess.
+
+    .venv/bin/python bench/scale.py                               # 100, 1,000, 5,000, 10,000
+    .venv/bin/python bench/scale.py --clusters 100,1000 --results /root/scratch/results
+    .venv/bin/python bench/scale.py --report-only                 # redraw docs from saved results
+
+`make scale` installs the bench extra (matplotlib, psutil) and runs the first form.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import itertools
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import psutil
+from clusternet_nats.testing.benchresult import BenchResult, BenchResultError, Figure, read
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs"
+DEFAULT_RESULTS = DOCS / "scale-results"
+DEFAULT_CLUSTERS = (100, 1000, 5000, 10000)
+RUNS_FILE = "runs.jsonl"
+HUB_SERVICES = ("hub", "scheduler", "deployer", "predictor")
+STATUS_FREQUENCY_S = 180.0  # Clusternet's default --cluster-status-update-frequency (3 minutes)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the benches
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One way of running a bench: the script (relative to the repo) and its fixed arguments."""
+
+    script: str
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Bench:
+    """A bench of the report. The first candidate whose script exists and takes `--json` runs;
+    `unless` names a script whose presence makes this bench redundant (a merged successor)."""
+
+    name: str
+    candidates: tuple[Invocation, ...]
+    unless: str | None = None
+
+
+BENCHES = (
+    Bench(
+        "rollout-Replication",
+        (Invocation("bench/rollout.py", ("--strategy", "Replication")), Invocation("bench/replication_rollout.py")),
+    ),
+    Bench("rollout-Dividing", (Invocation("bench/rollout.py", ("--strategy", "Dividing")),)),
+    Bench("fleet", (Invocation("bench/fleet.py"),)),
+    Bench("registration", (Invocation("bench/registration.py"),), unless="bench/fleet.py"),
+    Bench("heartbeats", (Invocation("bench/registered_heartbeats.py"),), unless="bench/fleet.py"),
+)
+
+
+@dataclass(frozen=True)
+class Run:
+    """What happened when one bench ran at one cluster count (kept in runs.jsonl)."""
+
+    bench: str
+    clusters: int
+    status: str  # ok | failed | timeout | missing | skipped
+    reason: str = ""
+    command: tuple[str, ...] = ()
+    elapsed_s: float = 0.0
+    timeout_s: float = 0.0
+    started_at: str = ""
+    load_before: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    others_running: tuple[str, ...] = ()  # bench processes not ours seen when the run started
+    results_file: str = ""
+    log_file: str = ""
+
+    @classmethod
+    def from_json(cls, raw: dict[str, object]) -> Run:
+        fields = dict(raw)
+        for key in ("command", "load_before", "others_running"):
+            value = fields.get(key)
+            if isinstance(value, list):
+                fields[key] = tuple(value)
+        return cls(**fields)  # type: ignore[arg-type]
+
+
+def choose(bench: Bench) -> Invocation | str:
+    """The invocation to run, or why none can."""
+    if bench.unless and (REPO / bench.unless).exists():
+        return f"superseded by {bench.unless}"
+    missing = []
+    for candidate in bench.candidates:
+        script = REPO / candidate.script
+        if not script.exists():
+            missing.append(f"{candidate.script} does not exist")
+            continue
+        helped = subprocess.run(
+            [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=60, cwd=REPO
+        )
+        if "--json" not in helped.stdout:
+            missing.append(f"{candidate.script} has no --json option")
+            continue
+        if candidate.args and candidate.args[0] not in helped.stdout:
+            missing.append(f"{candidate.script} has no {candidate.args[0]} option")
+            continue
+        return candidate
+    return "; ".join(missing)
+
+
+def other_benches() -> tuple[str, ...]:
+    """Command lines of bench processes not started by this one: figures measured beside them are noisy."""
+    mine = {os.getpid(), *(p.pid for p in psutil.Process().children(recursive=True))}
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = proc.info["cmdline"] or []
+        if proc.info["pid"] in mine or not any("bench/" in part and part.endswith(".py") for part in cmdline):
+            continue
+        found.append(" ".join(cmdline)[:160])
+    return tuple(found)
+
+
+def stop_tree(proc: subprocess.Popen[bytes], grace: float) -> None:
+    """SIGINT the bench (its `finally` stops the system it started), then kill whatever of its
+    process tree is still alive after `grace`: services run in sessions of their own."""
+    try:
+        tree = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        tree = []
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    _, alive = psutil.wait_procs(tree, timeout=5)
+    for leftover in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            leftover.kill()
+    psutil.wait_procs(alive, timeout=10)
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def run_one(bench: Bench, clusters: int, results: Path, timeout: float) -> Run:
+    """Run `bench` at `clusters`, its raw results into results/<bench>-<clusters>.jsonl."""
+    chosen = choose(bench)
+    if isinstance(chosen, str):
+        status = "skipped" if chosen.startswith("superseded") else "missing"
+        return Run(bench.name, clusters, status, reason=chosen, started_at=now())
+    out = results / f"{bench.name}-{clusters}.jsonl"
+    log = results / f"{bench.name}-{clusters}.log"
+    out.unlink(missing_ok=True)
+    command = (sys.executable, chosen.script, *chosen.args, "--clusters", str(clusters), "--json", str(out))
+    load = os.getloadavg()
+    base = Run(
+        bench.name,
+        clusters,
+        "ok",
+        command=command,
+        timeout_s=timeout,
+        started_at=now(),
+        load_before=(round(load[0], 2), round(load[1], 2), round(load[2], 2)),
+        others_running=other_benches(),
+        results_file=out.name,
+        log_file=log.name,
+    )
+    print(f"[{base.started_at}] {bench.name} at {clusters} clusters (timeout {timeout:.0f}s): {' '.join(command)}")
+    started = time.monotonic()
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO)
+        try:
+            code = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            stop_tree(proc, grace=60)
+            code = None
+        except KeyboardInterrupt:
+            stop_tree(proc, grace=60)
+            raise
+    elapsed = round(time.monotonic() - started, 1)
+    if code is None:
+        run = Run(**{**asdict(base), "status": "timeout", "reason": f"did not finish within {timeout:.0f} s",
+                     "elapsed_s": elapsed})
+    elif code != 0:
+        run = Run(**{**asdict(base), "status": "failed", "reason": f"exit code {code}: {tail(log)}",
+                     "elapsed_s": elapsed})
+    elif not out.exists():
+        run = Run(**{**asdict(base), "status": "failed", "reason": f"wrote no results: {tail(log)}",
+                     "elapsed_s": elapsed})
+    else:
+        run = Run(**{**asdict(base), "elapsed_s": elapsed})
+    print(f"  -> {run.status} in {elapsed:.0f}s {run.reason}")
+    return run
+
+
+def tail(log: Path, lines: int = 3) -> str:
+    text = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
+    return " | ".join(line.strip() for line in text[-lines:])[:400]
+
+
+def record_run(results: Path, run: Run) -> None:
+    with (results / RUNS_FILE).open("a", encoding="utf-8") as out:
+        out.write(json.dumps(asdict(run)) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading results
+
+
+@dataclass
+class Outcome:
+    """The latest run of each (bench, cluster count) in a results directory, with its records."""
+
+    runs: dict[tuple[str, int], Run] = field(default_factory=dict)
+    records: dict[tuple[str, int], list[BenchResult]] = field(default_factory=dict)
+
+    @property
+    def sizes(self) -> list[int]:
+        return sorted({n for _, n in self.runs})
+
+
+def load(results: Path) -> Outcome:
+    outcome = Outcome()
+    runs_file = results / RUNS_FILE
+    if not runs_file.exists():
+        return outcome
+    for line in runs_file.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            run = Run.from_json(json.loads(line))
+            outcome.runs[(run.bench, run.clusters)] = run
+    for key, run in list(outcome.runs.items()):
+        path = results / run.results_file if run.results_file else None
+        if path is None or not path.exists():
+            continue
+        try:
+            outcome.records[key] = read(path)
+        except BenchResultError as exc:
+            outcome.runs[key] = Run(**{**asdict(run), "status": "failed", "reason": str(exc)})
+    return outcome
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures
+
+
+@dataclass(frozen=True)
+class Point:
+    """One figure at one cluster count, or why there is none."""
+
+    clusters: int
+    value: float | dict[str, float] | None
+    record: BenchResult | None = None
+    missing: str = ""
+
+
+def number(figure: Figure | None) -> float | None:
+    return float(figure) if isinstance(figure, int | float) and not isinstance(figure, bool) else None
+
+
+def mapping(figure: Figure | None) -> dict[str, float] | None:
+    return dict(figure) if isinstance(figure, dict) else None
+
+
+@dataclass(frozen=True)
+class Series:
+    """Where a figure comes from: the benches that report it, which of their records hold it
+    (a rollout bench writes one record per phase), and the figure's name."""
+
+    benches: tuple[str, ...]
+    figure: str
+    match: Callable[[BenchResult], bool] = lambda _: True
+
+    def points(self, outcome: Outcome, convert: Callable[[Figure | None], object] = number) -> list[Point]:
+        points = []
+        for n in outcome.sizes:
+            found: Point | None = None
+            reasons = []
+            for bench in self.benches:
+                run = outcome.runs.get((bench, n))
+                if run is None:
+                    continue
+                for record in outcome.records.get((bench, n), []):
+                    if not self.match(record):
+                        continue
+                    value = convert(record.figures.get(self.figure))
+                    if value is not None:
+                        found = Point(n, value, record)  # type: ignore[arg-type]
+                        break
+                    note = record.notes.get(self.figure)
+                    reasons.append(f"{bench}: {note}" if note else f"{bench} did not report {self.figure}")
+                if found:
+                    break
+                if run.status == "ok" and not outcome.records.get((bench, n)):
+                    reasons.append(f"{bench} wrote no records")
+                elif run.status == "skipped":
+                    continue
+                elif run.status != "ok":
+                    reasons.append(f"{bench} {run.status}: {run.reason}")
+            if found:
+                points.append(found)
+            elif reasons:
+                points.append(Point(n, None, missing="; ".join(dict.fromkeys(reasons))))
+        return points
+
+
+def strategy(name: str) -> Callable[[BenchResult], bool]:
+    return lambda record: record.figures.get("strategy", "Replication") == name
+
+
+ROLLOUT = {s: ("rollout-" + s,) for s in ("Replication", "Dividing")}
+FLEET = ("fleet", "registration", "heartbeats")
+
+APPLY = {s: Series(ROLLOUT[s], "apply_to_success_s", strategy(s)) for s in ROLLOUT}
+WRITE_RATE = {s: Series(ROLLOUT[s], "descriptions_per_s", strategy(s)) for s in ROLLOUT}
+GLOBAL_BENCHES = (*ROLLOUT["Replication"], "globalization")
+
+
+def globalization_phase(record: BenchResult) -> bool:
+    return "globalization_update_s" in record.figures
+
+
+GLOBALIZATION = Series(GLOBAL_BENCHES, "globalization_update_s")
+GLOBAL_UPDATED = Series(GLOBAL_BENCHES, "descriptions_updated", globalization_phase)
+GLOBAL_RATE = Series(GLOBAL_BENCHES, "descriptions_per_s", globalization_phase)
+REGISTRATION = Series(FLEET, "registration_s")
+HEARTBEAT_CPU = Series(FLEET, "hub_cpu_percent")
+MEMORY = {
+    "rollout": Series(ROLLOUT["Replication"], "rss_mib", strategy("Replication")),
+    "fleet": Series(FLEET, "rss_mib"),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "—"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits}f}"
+
+
+def cluster_label(n: int) -> str:
+    return f"{n:,}"
+
+
+def fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float] | None:
+    """Least-squares line y = slope * x + intercept, None with fewer than two distinct xs."""
+    if len(set(xs)) < 2:
+        return None
+    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mean_x) ** 2 for x in xs
+    )
+    return slope, mean_y - slope * mean_x
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def load_of(record: BenchResult | None) -> str:
+    return " ".join(f"{x:.2f}" for x in record.load_average) if record else "—"
+
+
+def ref_of(record: BenchResult | None) -> str:
+    return f"{record.reference_msgs_per_s:,.0f}" if record else "—"
+
+
+def verdict(met: bool | None) -> str:
+    return {True: "met", False: "**not met**", None: "not measured"}[met]
+
+
+def at(points: Sequence[Point], n: int) -> Point | None:
+    return next((p for p in points if p.clusters == n), None)
+
+
+def time_section(
+    title: str, points: list[Point], rate_figure: list[Point] | None, targets: dict[int, float]
+) -> list[str]:
+    """A table of a time figure: seconds, per-cluster rate, the same run's reference and ratio."""
+    lines = [f"### {title}", ""]
+    rows = []
+    for p in points:
+        if p.value is None or isinstance(p.value, dict):
+            rows.append([cluster_label(p.clusters), f"not measured: {p.missing}", "—", "—", "—", "—", "—"])
+            continue
+        rate = None
+        if rate_figure is not None:
+            rp = at(rate_figure, p.clusters)
+            rate = rp.value if rp and isinstance(rp.value, float) else None
+        if rate is None and p.value > 0:
+            rate = p.clusters / p.value
+        ratio = rate / p.record.reference_msgs_per_s if p.record and rate and p.record.reference_msgs_per_s else None
+        target = targets.get(p.clusters)
+        met = "—" if target is None else verdict(p.value < target) + f" (< {target:g} s)"
+        rows.append([
+            cluster_label(p.clusters), fmt(p.value), fmt(rate, 0), ref_of(p.record), fmt(ratio, 3), met,
+            load_of(p.record),
+        ])
+    header = ["clusters", "seconds", "per second", "raw publish_async msgs/s", "ratio", "target", "load 1/5/15"]
+    return [*lines, *table(header, rows), ""]
+
+
+def cpu_at_default(point: Point) -> tuple[float, float, float] | None:
+    """(services %, nats-server %, frequency measured at) of one core at the 3-minute frequency."""
+    if not isinstance(point.value, dict) or point.record is None:
+        return None
+    frequency = number(point.record.figures.get("report_frequency_s")) or STATUS_FREQUENCY_S
+    scale = frequency / STATUS_FREQUENCY_S
+    services = sum(v for k, v in point.value.items() if k in HUB_SERVICES)
+    return services * scale, point.value.get("nats-server", 0.0) * scale, frequency
+
+
+def memory_split(rss: dict[str, float]) -> tuple[float, float]:
+    """(hub-side services MiB, nats-server MiB); nats-server of a cluster is every `nats*` entry."""
+    services = sum(v for k, v in rss.items() if k in HUB_SERVICES)
+    nats = sum(v for k, v in rss.items() if k.startswith("nats"))
+    return services, nats
+
+
+@dataclass
+class Report:
+    """docs/scale.md's text and the data of its plots."""
+
+    outcome: Outcome
+    results: Path
+    command: str
+
+    def markdown(self) -> str:
+        o = self.outcome
+        apply = {s: APPLY[s].points(o) for s in APPLY}
+        write_rate = {s: WRITE_RATE[s].points(o) for s in WRITE_RATE}
+        glob, glob_n, glob_rate = GLOBALIZATION.points(o), GLOBAL_UPDATED.points(o), GLOBAL_RATE.points(o)
+        registration = REGISTRATION.points(o)
+        cpu = HEARTBEAT_CPU.points(o, mapping)
+        memory = {k: s.points(o, mapping) for k, s in MEMORY.items()}
+        lines = ["# Scale report", ""]
+        lines += [
+            "Generated by `bench/scale.py` from the raw results in "
+            f"`{self.results_rel()}`; do not edit by hand. Every figure is printed beside the raw "
+            "nats-py `publish_async` rate into a JetStream stream on the same server measured in the "
+            "same run (`clusternet_nats/testing/reference.py`) and the load average when the run "
+            "ended: the machine is shared and figures mean something only next to those.",
+            "",
+            "Regenerate (about an hour on 2 cores): `make scale`, or",
+            "",
+            "```",
+            self.command,
+            ".venv/bin/python bench/scale.py --report-only   # redraw from the saved results",
+            "```",
+            "",
+        ]
+        lines += self.machine_section()
+        lines += self.targets_section(apply, write_rate, registration, cpu, memory)
+        lines += ["## Figures", ""]
+        lines += ["Per second: Descriptions written per second where the bench counts them from the KV stream, "
+                  "otherwise clusters divided by the seconds. Ratio: that rate divided by the raw "
+                  "publish_async rate of the same run, which factors out how fast the bus was then.", ""]
+        lines += time_section("Registration: bootstrap token → approved → own credentials → Ready",
+                              registration, None, {10000: 60})
+        for s in APPLY:
+            lines += time_section(f"`cnet apply` of a {s} Subscription → every Description Success",
+                                  apply[s], write_rate[s], {1000: 3, 10000: 20} if s == "Replication" else {})
+        lines += time_section("Globalization touching every cluster changed → every Description updated",
+                              glob, glob_rate, {})
+        updated = [(p.clusters, p.value) for p in glob_n if isinstance(p.value, float)]
+        if updated:
+            lines += ["Descriptions updated: " + ", ".join(
+                f"{fmt(value, 0)} at {cluster_label(n)}" for n, value in updated) + ".", ""]
+        lines += self.cpu_section(cpu)
+        lines += self.memory_section(memory)
+        lines += self.runs_section()
+        lines += self.notes_section()
+        return "\n".join(lines).rstrip() + "\n"
+
+    def results_rel(self) -> str:
+        try:
+            return str(self.results.resolve().relative_to(REPO))
+        except ValueError:
+            return str(self.results)
+
+    def machine_section(self) -> list[str]:
+        records = [r for rs in self.outcome.records.values() for r in rs]
+        lines = ["## Machine", ""]
+        if not records:
+            return [*lines, "No bench wrote results.", ""]
+        machines = {r.machine.model_dump_json(): r.machine for r in records}
+        for m in machines.values():
+            lines += [
+                f"- CPU: {m.cpu_model}, {m.cores} cores; memory {m.memory_mib / 1024:.1f} GiB",
+                f"- {m.platform}; Python {m.python}; {m.nats_server}",
+                f"- commit {m.git_commit or 'unknown'}",
+            ]
+        first = min(r.recorded_at for r in records)
+        last = max(r.recorded_at for r in records)
+        lines += [f"- runs recorded from {first} to {last} (UTC); the load average of each run is in its table", ""]
+        if len(machines) > 1:
+            lines += ["The results come from more than one machine or commit (listed above).", ""]
+        return lines
+
+    def targets_section(
+        self,
+        apply: dict[str, list[Point]],
+        write_rate: dict[str, list[Point]],
+        registration: list[Point],
+        cpu: list[Point],
+        memory: dict[str, list[Point]],
+    ) -> list[str]:
+        rows = []
+
+        def seconds(points: list[Point], n: int, limit: float, what: str) -> None:
+            p = at(points, n)
+            value = p.value if p and isinstance(p.value, float) else None
+            measured = f"{fmt(value)} s" if value is not None else "not measured" + (f": {p.missing}" if p else "")
+            rows.append([what, f"< {limit:g} s", measured, verdict(None if value is None else value < limit)])
+
+        seconds(apply["Replication"], 1000, 3, "1,000 clusters: apply Replication → all Success")
+        seconds(apply["Replication"], 10000, 20, "10,000 clusters: apply Replication → all Success")
+        rates = [(p.value, p) for p in write_rate["Replication"] if isinstance(p.value, float) and p.record]
+        if rates:
+            rate, best = max(rates, key=lambda pair: pair[0])
+            ratio = rate / best.record.reference_msgs_per_s if best.record else 0.0
+            rows.append([
+                "Description throughput (best size)", "≥ 2,000/s and ≥ 0.15 x raw",
+                f"{rate:,.0f}/s at {cluster_label(best.clusters)} = {ratio:.3f} x {ref_of(best.record)}",
+                verdict(rate >= 2000 and ratio >= 0.15),
+            ])
+        else:
+            rows.append(["Description throughput", "≥ 2,000/s and ≥ 0.15 x raw", "not measured", verdict(None)])
+        seconds(registration, 10000, 60, "10,000 clusters registered → Ready")
+        heartbeat = at(cpu, 10000)
+        derived = cpu_at_default(heartbeat) if heartbeat else None
+        if derived:
+            services, nats, frequency = derived
+            how = "measured" if frequency == STATUS_FREQUENCY_S else f"derived from {frequency:g} s"
+            rows.append([
+                "10,000 clusters: heartbeat CPU, hub side, 3-minute frequency", "< 20 % of one core",
+                f"services {services:.1f} %, nats-server {nats:.1f} % ({how})", verdict(services < 20),
+            ])
+        else:
+            rows.append(["10,000 clusters: heartbeat CPU at 3 minutes", "< 20 % of one core",
+                         "not measured" + (f": {heartbeat.missing}" if heartbeat else ""), verdict(None)])
+        slope = self.memory_fit(memory["rollout"]) or self.memory_fit(memory["fleet"])
+        if slope:
+            kib, base, source = slope
+            rows.append(["Hub-side services memory per managed cluster", "≤ 50 KiB",
+                         f"{kib:.1f} KiB/cluster above a {base:.0f} MiB baseline ({source})", verdict(kib <= 50)])
+        else:
+            rows.append(["Hub-side services memory per cluster", "≤ 50 KiB", "not measured (needs two sizes)",
+                         verdict(None)])
+        return ["## Targets (issue 15)", "", *table(["target", "limit", "measured", ""], rows), ""]
+
+    def memory_fit(self, points: list[Point]) -> tuple[float, float, str] | None:
+        data = [(p.clusters, memory_split(p.value)[0]) for p in points if isinstance(p.value, dict)]
+        line = fit([float(n) for n, _ in data], [mib for _, mib in data])
+        if line is None:
+            return None
+        source = f"fit over {', '.join(cluster_label(n) for n, _ in data)} clusters"
+        return line[0] * 1024, line[1], source
+
+    def cpu_section(self, cpu: list[Point]) -> list[str]:
+        lines = ["### Heartbeat CPU of the hub side", ""]
+        rows = []
+        notes = set()
+        for p in cpu:
+            derived = cpu_at_default(p)
+            if derived is None or not isinstance(p.value, dict):
+                rows.append([cluster_label(p.clusters), f"not measured: {p.missing}", "—", "—", "—", "—", "—"])
+                continue
+            services, nats, frequency = derived
+            measured = ", ".join(f"{k} {v:.1f}" for k, v in sorted(p.value.items()))
+            beats = number(p.record.figures.get("heartbeats_per_s")) if p.record else None
+            if frequency != STATUS_FREQUENCY_S:
+                notes.add(frequency)
+            per_1000 = services / p.clusters * 1000
+            rows.append([
+                cluster_label(p.clusters), f"{measured} (every {frequency:g} s, {fmt(beats, 1)} heartbeats/s)",
+                f"{services:.2f}", f"{nats:.2f}", f"{per_1000:.2f}", ref_of(p.record), load_of(p.record),
+            ])
+        header = ["clusters", "measured % of one core", "services % at 3 min", "nats-server % at 3 min",
+                  "services % per 1,000 clusters at 3 min", "raw publish_async msgs/s", "load 1/5/15"]
+        lines += table(header, rows)
+        if notes:
+            lines += ["", "Derived: the heartbeats were sent every "
+                      + ", ".join(f"{f:g}" for f in sorted(notes))
+                      + " s to make their load measurable in a short window; the 3-minute figures scale the "
+                      "measured CPU by frequency / 180 s. That assumes the CPU is all heartbeat work: the "
+                      "services' idle CPU is scaled down with it, so a service busy with something else would "
+                      "make the derived figure look better than it is. Target: services under 20 % of one core "
+                      "at 10,000 clusters; nats-server is reported beside them."]
+        return [*lines, ""]
+
+    def memory_section(self, memory: dict[str, list[Point]]) -> list[str]:
+        lines = ["### Memory (resident set size, MiB)", ""]
+        titles = {"rollout": "after the Replication rollout (every cluster has its Base and Description)",
+                  "fleet": "with every cluster registered and heartbeating"}
+        for source, points in memory.items():
+            if not points:
+                continue
+            lines += [f"#### {titles[source]}", ""]
+            rows = []
+            for p in points:
+                if not isinstance(p.value, dict):
+                    rows.append([cluster_label(p.clusters), f"not measured: {p.missing}", "—", "—", "—", "—"])
+                    continue
+                services, nats = memory_split(p.value)
+                detail = ", ".join(f"{k} {v:.0f}" for k, v in sorted(p.value.items()))
+                rows.append([cluster_label(p.clusters), detail, f"{services:.0f}", f"{nats:.0f}",
+                             f"{services / p.clusters * 1024:.0f}", load_of(p.record)])
+            header = ["clusters", "per process", "services", "nats-server", "services KiB per cluster (total)",
+                      "load 1/5/15"]
+            lines += table(header, rows)
+            measured = [p for p in points if isinstance(p.value, dict)]
+            lines += [""]
+            for name, index in (("hub-side services", 0), ("nats-server", 1)):
+                data = [(p.clusters, memory_split(p.value)[index]) for p in measured if isinstance(p.value, dict)]
+                line = fit([float(n) for n, _ in data], [v for _, v in data])
+                if line:
+                    steps = ", ".join(
+                        f"{cluster_label(a[0])}→{cluster_label(b[0])}: {(b[1] - a[1]) / (b[0] - a[0]) * 1024:.1f}"
+                        for a, b in itertools.pairwise(data)
+                    )
+                    lines += [f"- {name}: slope {line[0] * 1024:.1f} KiB per cluster (least squares), fixed baseline "
+                              f"{line[1]:.0f} MiB; between sizes (KiB/cluster): {steps}"]
+                else:
+                    lines += [f"- {name}: slope not measured (fewer than two sizes)"]
+            lines += [""]
+        if not any(memory.values()):
+            lines += ["Not measured: no bench reported memory.", ""]
+        return lines
+
+    def runs_section(self) -> list[str]:
+        rows = []
+        for (bench, n), run in sorted(self.outcome.runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+            if run.status == "skipped":
+                continue
+            others = f"{len(run.others_running)} other bench(es) running" if run.others_running else ""
+            rows.append([
+                bench, cluster_label(n), run.status, f"{run.elapsed_s:.0f}" if run.elapsed_s else "—",
+                " ".join(f"{x:.2f}" for x in run.load_before), "; ".join(x for x in (run.reason, others) if x),
+            ])
+        return ["## Runs", "", *table(["bench", "clusters", "status", "seconds", "load before", "notes"], rows), ""]
+
+    def notes_section(self) -> list[str]:
+        notes = []
+        for (bench, n), records in sorted(self.outcome.records.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+            for record in records:
+                for figure, note in record.notes.items():
+                    notes.append(f"- {bench} at {cluster_label(n)}: `{figure}`: {note}")
+        return ["## Notes from the benches", "", *dict.fromkeys(notes), ""] if notes else []
+
+
+# ---------------------------------------------------------------------------------------------
+# Plots
+
+
+def plots(outcome: Outcome, docs: Path) -> list[Path]:
+    """docs/scale-time.png, scale-throughput.png, scale-cpu.png, scale-memory.png: each figure
+    against the cluster count (log x), the targets as dashed lines, missing sizes named in the legend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    sizes = outcome.sizes or list(DEFAULT_CLUSTERS)
+    written = []
+
+    def figure(name: str, ylabel: str, draw: Callable[[Axes], None], log_y: bool = False) -> None:
+        fig, ax = plt.subplots(figsize=(8, 5))
+        draw(ax)
+        ax.set_xscale("log")
+        if log_y:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
+        ax.set_xlabel("managed clusters")
+        ax.set_ylabel(ylabel)
+        ax.set_xticks(sizes, [cluster_label(n) for n in sizes])
+        ax.minorticks_off()
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        path = docs / f"scale-{name}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+
+    def value_of(p: Point) -> float | None:
+        return p.value if isinstance(p.value, float) else None
+
+    def line(
+        ax: Axes, points: list[Point], label: str, value: Callable[[Point], float | None] = value_of,
+        **style: Any,
+    ) -> None:
+        data = [(p.clusters, v) for p in points if (v := value(p)) is not None]
+        missing = [cluster_label(p.clusters) for p in points if value(p) is None]
+        if missing:
+            label += f" (not measured at {', '.join(missing)})"
+        ax.plot([d[0] for d in data], [d[1] for d in data], marker="o", label=label, **style)
+
+    def target(ax: Axes, y: float, label: str, color: str, at_clusters: int | None = None) -> None:
+        ax.axhline(y, linestyle="--", color=color, linewidth=1, label=label)
+        if at_clusters:
+            ax.plot([at_clusters], [y], marker="*", markersize=12, color=color)
+
+    def time_plot(ax: Axes) -> None:
+        line(ax, REGISTRATION.points(outcome), "registration → Ready")
+        for s in APPLY:
+            line(ax, APPLY[s].points(outcome), f"apply {s} → all Success")
+        line(ax, GLOBALIZATION.points(outcome), "Globalization change → all updated")
+        target(ax, 3, "target: apply, 1,000 clusters < 3 s", "black", 1000)
+        target(ax, 20, "target: apply, 10,000 clusters < 20 s", "dimgrey", 10000)
+        target(ax, 60, "target: registration, 10,000 clusters < 60 s", "darkred", 10000)
+
+    def throughput_plot(ax: Axes) -> None:
+        for s in WRITE_RATE:
+            line(ax, WRITE_RATE[s].points(outcome), f"Descriptions/s, {s} rollout")
+        line(ax, GLOBAL_RATE.points(outcome), "Descriptions/s, Globalization update")
+        line(ax, [p for p in WRITE_RATE["Replication"].points(outcome) if p.record],
+             "target: 0.15 x raw publish_async of the run",
+             lambda p: 0.15 * p.record.reference_msgs_per_s if p.record else None, linestyle=":", color="grey")
+        target(ax, 2000, "target: 2,000 Descriptions/s", "darkred")
+
+    def cpu_plot(ax: Axes) -> None:
+        points = HEARTBEAT_CPU.points(outcome, mapping)
+        line(ax, points, "services (hub, scheduler, deployer, predictor)",
+             lambda p: (d[0] if (d := cpu_at_default(p)) else None))
+        line(ax, points, "nats-server", lambda p: (d[1] if (d := cpu_at_default(p)) else None))
+        target(ax, 20, "target: services < 20 % at 10,000 clusters", "darkred", 10000)
+
+    def memory_plot(ax: Axes) -> None:
+        points = MEMORY["rollout"].points(outcome, mapping)
+        if not any(isinstance(p.value, dict) for p in points):
+            points = MEMORY["fleet"].points(outcome, mapping)
+
+        def process(name: str) -> Callable[[Point], float | None]:
+            return lambda p: p.value.get(name) if isinstance(p.value, dict) else None
+
+        for name in HUB_SERVICES:
+            line(ax, points, name, process(name), linewidth=0.8)
+        line(ax, points, "hub-side services, total",
+             lambda p: (memory_split(p.value)[0] if isinstance(p.value, dict) else None), linewidth=2)
+        line(ax, points, "nats-server", lambda p: (memory_split(p.value)[1] if isinstance(p.value, dict) else None))
+        data = [(p.clusters, memory_split(p.value)[0]) for p in points if isinstance(p.value, dict)]
+        fitted = fit([float(n) for n, _ in data], [v for _, v in data])
+        if fitted:
+            low, high = math.log10(sizes[0]), math.log10(sizes[-1])
+            xs = [10 ** (low + i * (high - low) / 50) for i in range(51)]
+            ax.plot(xs, [fitted[1] + 50 / 1024 * x for x in xs], linestyle="--", color="darkred",
+                    label=f"target: services' {fitted[1]:.0f} MiB baseline + 50 KiB per cluster")
+
+    figure("time", "seconds", time_plot, log_y=True)
+    figure("throughput", "Descriptions per second", throughput_plot, log_y=True)
+    figure("cpu", "% of one core at the 3-minute status frequency", cpu_plot)
+    figure("memory", "resident MiB (after the Replication rollout)", memory_plot)
+    return written
+
+
+def render(results: Path, docs: Path) -> Path:
+    """docs/scale.md and its plots from what `results` holds."""
+    outcome = load(results)
+    docs.mkdir(parents=True, exist_ok=True)
+    sizes = ",".join(str(n) for n in outcome.sizes or DEFAULT_CLUSTERS)
+    command = f".venv/bin/python bench/scale.py --clusters {sizes}"
+    text = Report(outcome, results, command).markdown()
+    images = plots(outcome, docs)
+    text += "\n## Plots\n\n" + "\n".join(f"![{p.stem}]({p.name})" for p in images) + "\n"
+    target = docs / "scale.md"
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+def sizes_arg(value: str) -> list[int]:
+    try:
+        sizes = [int(part.replace("_", "")) for part in value.split(",") if part.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--clusters: {value!r} is not a comma-separated list of numbers") from exc
+    if not sizes or any(n <= 0 for n in sizes):
+        raise argparse.ArgumentTypeError(f"--clusters: {value!r} needs positive cluster counts")
+    return sorted(set(sizes))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clusters", type=sizes_arg, default=list(DEFAULT_CLUSTERS), help="e.g. 100,1000,5000,10000")
+    parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS, help="raw JSON results and logs")
+    parser.add_argument("--docs", type=Path, default=DOCS, help="where scale.md and scale-*.png go")
+    parser.add_argument("--report-only", action="store_true", help="render from the saved results, run nothing")
+    parser.add_argument("--benches", default=",".join(b.name for b in BENCHES), help="which benches to run")
+    parser.add_argument("--timeout-base", type=float, default=120.0, help="seconds each run gets, plus ...")
+    parser.add_argument("--timeout-per-cluster", type=float, default=0.04, help="... seconds per cluster")
+    args = parser.parse_args()
+
+    args.results.mkdir(parents=True, exist_ok=True)
+    if not args.report_only:
+        chosen = [b for b in BENCHES if b.name in args.benches.split(",")]
+        unknown = set(args.benches.split(",")) - {b.name for b in BENCHES}
+        if unknown:
+            parser.error(f"--benches: unknown {sorted(unknown)}; known: {[b.name for b in BENCHES]}")
+        for n in args.clusters:
+            for bench in chosen:
+                timeout = args.timeout_base + args.timeout_per_cluster * n
+                record_run(args.results, run_one(bench, n, args.results, timeout))
+    path = render(args.results, args.docs)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

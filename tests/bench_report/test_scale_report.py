@@ -1,0 +1,127 @@
+"""bench/scale.py: the scale report renders what the results hold, says why a figure is missing,
+and a hung bench is stopped with its whole process tree."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import psutil
+import pytest
+from clusternet_nats.testing import benchresult
+
+SCALE_PY = Path(__file__).resolve().parents[2] / "bench" / "scale.py"
+
+
+@pytest.fixture(scope="module")
+def scale() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_scale", SCALE_PY)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_scale"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def services_rss(clusters: int) -> dict[str, float]:
+    """300 MiB of baseline and 40 KiB per cluster over the four services; nats-server 100 MiB + 10 KiB."""
+    per_service = (300 + clusters * 40 / 1024) / 4
+    rss = dict.fromkeys(("hub", "scheduler", "deployer", "predictor"), per_service)
+    return rss | {"nats-server": 100 + clusters * 10 / 1024, "agents": 50.0}
+
+
+def ran(scale: ModuleType, results: Path, bench: str, clusters: int, status: str = "ok", reason: str = "") -> Path:
+    out = results / f"{bench}-{clusters}.jsonl"
+    scale.record_run(results, scale.Run(bench, clusters, status, reason=reason, results_file=out.name))
+    return out
+
+
+@pytest.fixture
+def results(scale: ModuleType, tmp_path: Path) -> Path:
+    results = tmp_path / "results"
+    results.mkdir()
+    for n, apply_s in ((100, 0.5), (1000, 2.5), (5000, 11.0)):
+        out = ran(scale, results, "rollout-Replication", n)
+        benchresult.write(out, "rollout", n, {
+            "strategy": "Replication", "apply_to_success_s": apply_s, "descriptions_per_s": n / apply_s,
+            "rss_mib": services_rss(n),
+        }, reference=40000.0)
+        benchresult.write(out, "rollout", n, {
+            "globalization_update_s": apply_s / 2, "descriptions_updated": float(n),
+            "descriptions_per_s": 2 * n / apply_s,
+        }, reference=40000.0)
+    ran(scale, results, "rollout-Replication", 10000, "timeout", "did not finish within 520 s")
+    for n in (100, 1000, 5000, 10000):
+        ran(scale, results, "rollout-Dividing", n, "missing", "bench/rollout.py does not exist")
+    for n in (100, 1000, 10000):
+        out = ran(scale, results, "fleet", n)
+        benchresult.write(out, "fleet", n, {
+            "registration_s": n / 400, "report_frequency_s": 10.0, "heartbeats_per_s": n / 10,
+            "hub_cpu_percent": {"hub": 0.018 * n, "scheduler": 0.0, "deployer": 0.0, "predictor": 0.0,
+                                "nats-server": 0.009 * n},
+            "rss_mib": services_rss(n),
+        }, reference=40000.0)
+    ran(scale, results, "fleet", 5000, "failed", "exit code 1: agent died")
+    return results
+
+
+def test_report_shows_measured_figures_targets_and_why_others_are_missing(
+    scale: ModuleType, results: Path, tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    text = scale.render(results, docs).read_text()
+
+    # Targets: 2.5 s at 1,000 meets < 3 s; 10,000 timed out, so not measured, with the reason.
+    assert "| 1,000 clusters: apply Replication → all Success | < 3 s | 2.50 s | met |" in text
+    assert "10,000 clusters: apply Replication → all Success | < 20 s | not measured: rollout-Replication " \
+        "timeout: did not finish within 520 s | not measured |" in text
+    assert "| 10,000 clusters registered → Ready | < 60 s | 25.00 s | met |" in text
+    # Throughput: best 5000/11 = 455/s, far under 2,000/s.
+    assert "455/s at 5,000 = 0.011 x 40,000 | **not met** |" in text
+    # Missing bench and failed size name their reason.
+    assert "| 100 | not measured: rollout-Dividing missing: bench/rollout.py does not exist |" in text
+    assert "| 5,000 | not measured: fleet failed: exit code 1: agent died |" in text
+    # Heartbeat CPU measured at 10 s, derived to 180 s: hub 180 % x 10/180 = 10 % at 10,000 clusters.
+    assert "services 10.0 %, nats-server 5.0 % (derived from 10 s) | met |" in text
+    assert "scale the measured CPU by frequency / 180 s" in text
+    # Memory: 40 KiB per cluster over a 300 MiB baseline; nats-server 10 KiB over 100 MiB.
+    assert "| Hub-side services memory per managed cluster | ≤ 50 KiB | 40.0 KiB/cluster above a 300 MiB " \
+        "baseline" in text
+    assert "- hub-side services: slope 40.0 KiB per cluster (least squares), fixed baseline 300 MiB" in text
+    assert "- nats-server: slope 10.0 KiB per cluster (least squares), fixed baseline 100 MiB" in text
+    # Globalization phase and the machine of the records.
+    assert "Descriptions updated: 100 at 100, 1,000 at 1,000, 5,000 at 5,000." in text
+    assert "nats-server: v" in text
+    for name in ("time", "throughput", "cpu", "memory"):
+        png = docs / f"scale-{name}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"![scale-{name}](scale-{name}.png)" in text
+
+
+def test_a_hung_bench_times_out_and_its_process_tree_is_stopped(scale: ModuleType, tmp_path: Path) -> None:
+    script = tmp_path / "hung.py"
+    pid_file = tmp_path / "child.pid"
+    script.write_text(
+        "import subprocess, sys, time\n"
+        "if '--help' in sys.argv:\n"
+        "    print('--clusters --json')\n"
+        "    sys.exit(0)\n"
+        f"child = subprocess.Popen(['sleep', '600'], start_new_session=True)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(600)\n"
+    )
+    bench = scale.Bench("hung", (scale.Invocation(str(script)),))
+    run = scale.run_one(bench, 100, tmp_path, timeout=5)
+    assert run.status == "timeout"
+    assert run.reason == "did not finish within 5 s"
+    child = int(pid_file.read_text())
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_bench_without_json_is_reported_missing(scale: ModuleType, tmp_path: Path) -> None:
+    script = tmp_path / "old.py"
+    script.write_text("print('usage: old.py --clusters N')\n")
+    run = scale.run_one(scale.Bench("old", (scale.Invocation(str(script)),)), 100, tmp_path, timeout=5)
+    assert (run.status, run.reason) == ("missing", f"{script} has no --json option")
