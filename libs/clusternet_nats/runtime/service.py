@@ -76,6 +76,8 @@ class ServiceContext:
         self.metrics = Metrics()
         self.metrics.sample_value("cnet_nats_connected", lambda: 1.0 if nc.is_connected else 0.0)
         self.informers: list[Informer[object]] = []
+        self._shared: dict[tuple[str, str, object], Informer[Any]] = {}
+        """Informers by (bucket, key filter, what they decode to): one cache per process."""
         self.queues: list[WorkQueue] = []
         self.background: list[Callable[[], Coroutine[Any, Any, None]]] = []
         self._tasks: list[asyncio.Task[None]] = []
@@ -99,10 +101,20 @@ class ServiceContext:
         bucket: str,
         decode: Callable[[str, bytes, int], T],
         key_filter: str = ">",
+        shared_as: object = None,
     ) -> Informer[T]:
-        """A registered cluster's informers follow through the hub's intake (store/informer.py)."""
+        """A registered cluster's informers follow through the hub's intake (store/informer.py).
+
+        `shared_as` names what `decode` makes (a model, or a compact view of one): every caller
+        asking for the same bucket, filter and `shared_as` gets the same informer, so a process
+        holds one copy of each object however many of its controllers follow the bucket. None:
+        an informer of its own (a decode nobody else could share)."""
+        if shared_as is not None and (found := self._shared.get((bucket, key_filter, shared_as))) is not None:
+            return found
         informer: Informer[T] = Informer(self.nc, self.js, bucket, decode, key_filter, intake=self.intake)
         self.informers.append(informer)  # type: ignore[arg-type]
+        if shared_as is not None:
+            self._shared[(bucket, key_filter, shared_as)] = informer
         self.conn.on_reconnect(informer.resync)
         self.metrics.sample_value("cnet_informer_objects", lambda: len(informer.keys()), bucket)
         self.metrics.sample_value("cnet_informer_lag_messages", lambda: informer.lag, bucket)
@@ -110,13 +122,18 @@ class ServiceContext:
         return informer
 
     def objects(self, model: type[K], key_filter: str = ">") -> Informer[K]:
-        """An informer of one kind's objects (with resourceVersion set from the KV revision)."""
+        """The informer of one kind's objects (with resourceVersion set from the KV revision),
+        shared by every caller in this process."""
         store: ObjectStore[K] = ObjectStore(self.js, KindInfo.of(model))
-        return self.informer(store.info.bucket, lambda _key, data, revision: store.decode(data, revision), key_filter)
+        bucket = store.info.bucket
+        return self.informer(bucket, lambda key, data, rev: store.decode(data, rev, key), key_filter, shared_as=model)
 
     def records(self, bucket: str, model: type[M], key_filter: str = ">") -> Informer[M]:
-        """An informer of a status bucket or another bucket of plain records (e.g. bindings)."""
-        return self.informer(bucket, lambda _key, data, _revision: model.model_validate_json(data), key_filter)
+        """The informer of a status bucket or another bucket of plain records (e.g. bindings),
+        shared by every caller in this process."""
+        return self.informer(
+            bucket, lambda _key, data, _revision: model.model_validate_json(data), key_filter, shared_as=model
+        )
 
     def queue(
         self,
