@@ -1,4 +1,5 @@
-"""Heartbeats carry Clusternet's status fields, the node inventory, and common node labels."""
+"""Status reports carry Clusternet's status fields, the node inventory, and common node labels;
+between changes the agent only publishes heartbeats."""
 
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ from clusternet_nats.agent.cluster_agent import StatusSettings
 from clusternet_nats.agent.collector import AGENT_VERSION, LabelAggregation
 from clusternet_nats.agent.service import Agent, AgentOptions
 from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterStatus
+from clusternet_nats.api.heartbeat import ClusterHeartbeat, heartbeat_subject
 from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.store import ObjectStore, StatusStore
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 ZONE = "node.clusternet.io/zone"
@@ -55,7 +59,7 @@ def test_labels_shared_by_80_percent_of_workers_are_aggregated(nodes: list[NodeF
 
 
 async def test_heartbeat_reports_status_inventory_and_aggregated_labels(
-    nats_server: NatsServer, js: JetStreamContext
+    nats_server: NatsServer, nc: NATS, js: JetStreamContext
 ) -> None:
     options = AgentOptions(
         cluster_name=f"hb{uuid.uuid4().hex[:6]}",
@@ -70,13 +74,14 @@ async def test_heartbeat_reports_status_inventory_and_aggregated_labels(
     inventories = StatusStore(js, NODE_INVENTORIES_BUCKET, NodeInventory)
     key = clusters.key(ident.namespace, ident.name)
     async with running_service("agent", agent.build, nats_server.url):
-        first = await eventually(lambda: statuses.get(key), 10, what="a heartbeat")
+        beats: list[ClusterHeartbeat] = []
 
-        async def beat_after(revision: int) -> ManagedClusterStatus | None:
-            found = await statuses.get(key)
-            return found.value if found and found.revision > revision else None
+        async def heard(msg: Msg) -> None:
+            beats.append(ClusterHeartbeat.model_validate_json(msg.data))
 
-        status = await eventually(lambda: beat_after(first.revision), 10, what="a second heartbeat")
+        await nc.subscribe(heartbeat_subject(ident.namespace, ident.cluster_id), cb=heard)
+        first = await eventually(lambda: statuses.get(key), 10, what="a status report")
+        status = first.value
         assert status.k8s_version == "v1.30.0-sim" and status.platform == "linux/amd64"
         assert status.agent_version == AGENT_VERSION
         assert status.apiserver_url == f"sim://{ident.name}"
@@ -96,12 +101,13 @@ async def test_heartbeat_reports_status_inventory_and_aggregated_labels(
         assert inventory.value.nodes[4].labels == {**well_known_labels(f"{ident.name}-node-5"), ZONE: "b"}
         assert inventory.value.nodes[0].allocatable == {"cpu": "4", "memory": "8Gi", "pods": "110"}
         assert inventory.value.nodes[0].requested == {"cpu": "0", "memory": "0", "pods": "0"}
-        # Written when it changes, not on every heartbeat.
-        latest = await statuses.get(key)
-        assert latest is not None
-        await eventually(lambda: beat_after(latest.revision), 10, what="another heartbeat")
-        again = await inventories.get(key)
+        # Written when it changes, not on every heartbeat: a steady cluster only says it is alive.
+        await eventually(lambda: len(beats) >= 3, 10, what="three heartbeats")
+        steady = ClusterHeartbeat(cluster_id=ident.cluster_id, name=ident.name, status_revision=first.revision)
+        assert beats[-1] == steady
+        again, latest = await inventories.get(key), await statuses.get(key)
         assert again is not None and again.revision == inventory.revision
+        assert latest is not None and latest.revision == first.revision
 
         mcls = await clusters.get(ident.namespace, ident.name)
         assert mcls is not None and mcls.labels[ZONE] == "a"

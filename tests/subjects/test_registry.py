@@ -46,6 +46,7 @@ def test_grants_are_the_table_bound_to_the_identity() -> None:
     assert granted.publish == [
         "clusternet.intake.clusternet-abcde.>",
         "clusternet.reply.clusternet-abcde.>",
+        "clusternet.heartbeat.clusternet-abcde.c1",  # its liveness (api/heartbeat.py), its own subject only
         "clusternet.registration.c1",
     ]
     assert granted.subscribe == [

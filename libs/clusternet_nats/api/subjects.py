@@ -178,6 +178,20 @@ CLUSTER_REPLY = Subject(
     HUB,
     "A cluster's answers to the hub's requests (`allow_responses` does not cross leaf links).",
 )
+HEARTBEAT = Subject(
+    "clusternet.heartbeat.{namespace}.{cluster_id}",
+    CLUSTER,
+    HUB,
+    "A cluster's liveness between status changes (api/heartbeat.py): core NATS, nothing stored; read"
+    " by every hub replica's cluster-health controller.",
+)
+HEARTBEAT_ANSWER = Subject(
+    "_INBOX_{cluster_id}.heartbeat",
+    HUB,
+    CLUSTER,
+    "The hub's answer to a heartbeat whose cluster's stored status is not the one it last wrote"
+    " (the hub marked it Unknown): write it again. Inside the cluster's inbox.",
+)
 PREDICTOR = Subject(
     "predictor.{namespace}.{name}.accommodation",
     HUB,
@@ -248,6 +262,8 @@ SUBJECTS: tuple[Subject, ...] = (
     DESCRIPTIONS_DELIVERY,
     INTAKE,
     CLUSTER_REPLY,
+    HEARTBEAT,
+    HEARTBEAT_ANSWER,
     PROXY,
     SOCKETS,
     REGISTRATION,

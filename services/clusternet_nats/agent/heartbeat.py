@@ -1,31 +1,39 @@
-"""The cluster's presence on the hub: its ManagedCluster, and a status report every period.
+"""The cluster's presence on the hub: its ManagedCluster, its status when it changes, and liveness.
 
 Without registration (the development mode) the agent creates its own ManagedCluster; in
 registration mode the hub's registrar created it, and the agent finds it up to date. Either way it
 merges its identity into whatever is there, so taints or labels others added survive, and writes
-nothing when nothing changed. Every `--cluster-status-update-frequency` (Clusternet's default: 3 minutes) it sends
-the last collection (see collector.py) to `managedclusters-status`, keeps the ManagedCluster's
-aggregated node labels in step, and writes the node inventory when it changed. The report is the
-heartbeat: the hub's cluster-health controller marks a cluster Unknown after three missed ones.
-As Clusternet's status manager, it remembers what it last wrote (status revision, labels) and
-reads again only on a conflict, so a steady heartbeat is one write. A failed round is retried
-within a second, not a period.
+nothing when nothing changed. Every `--cluster-status-update-frequency` (Clusternet's default: 3
+minutes) it takes the last collection (see collector.py), keeps the ManagedCluster's aggregated
+node labels in step and writes the node inventory when it changed. Liveness is apart from status,
+as Kubernetes' node Lease is from the node status: the status goes to `managedclusters-status`
+only when its content changed (lastObservedTime and the Ready condition's times aside), and
+otherwise the heartbeat is a core NATS message on the cluster's own subject (api/heartbeat.py), so
+a steady fleet stores nothing. The hub's cluster-health controller marks a cluster Unknown after
+three missed heartbeats; when it did, or anything else replaced the status this agent wrote, the
+hub answers the next heartbeat and the agent writes its status again. As Clusternet's status
+manager, it remembers what it last wrote (status revision, labels) and reads again only on a
+conflict or such an answer. A failed round is retried within a second, not a period.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import structlog
 from clusternet_nats.agent.collector import Collected, StatusCollector
 from clusternet_nats.agent.identity import ClusterIdentity
 from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterSpec, ManagedClusterStatus
+from clusternet_nats.api.heartbeat import ClusterHeartbeat, HeartbeatAnswer, answer_subject, heartbeat_subject
 from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
 from clusternet_nats.api.meta import set_condition, utcnow
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.domain.readiness import ready_condition
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import ConflictError, ObjectStore, StatusStore, Versioned
+from nats.aio.msg import Msg
+from pydantic import ValidationError
 
 DEFAULT_REPORT_FREQUENCY = 180.0
 _RETRY_SECONDS = 1.0
@@ -48,25 +56,56 @@ class Heartbeat:
         self.statuses: StatusStore[ManagedClusterStatus] = ctx.status_store(info.status_bucket, ManagedClusterStatus)
         self.inventories: StatusStore[NodeInventory] = ctx.status_store(NODE_INVENTORIES_BUCKET, NodeInventory)
         self.key = self.clusters.key(identity.namespace, identity.name)
+        self.nc = ctx.nc
+        self.subject = heartbeat_subject(identity.namespace, identity.cluster_id)
+        self.answers = answer_subject(identity.cluster_id)
         self.registered = False
         """True once the ManagedCluster and a first status are written: the cluster is schedulable."""
         self._inventory: NodeInventory | None = None
         self._status: Versioned[ManagedClusterStatus] | None = None
+        """The status last written; None: write (again) at the next report."""
+        self._reported: ManagedClusterStatus | None = None
+        """The collection it was written from: an equal collection sends only a heartbeat."""
+        self._rewrite = asyncio.Event()
         self._labels: dict[str, str] | None = None
         self._log = log.bind(cluster=identity.name)
 
     async def run(self) -> None:
-        while True:
-            try:
-                if not self.registered:
-                    await self.register()
-                await self.report()
-                self.registered = True
-                delay = self.frequency
-            except Exception as err:
-                self._log.warning("heartbeat.failed", error=repr(err))
-                delay = min(self.frequency, _RETRY_SECONDS)
-            await asyncio.sleep(delay)
+        answers = await self.nc.subscribe(self.answers, cb=self._on_answer)
+        try:
+            while True:
+                self._rewrite.clear()  # an answer arriving during the round asks for another
+                try:
+                    if not self.registered:
+                        await self.register()
+                    await self.report()
+                    self.registered = True
+                    delay = self.frequency
+                except Exception as err:
+                    self._log.warning("heartbeat.failed", error=repr(err))
+                    delay = min(self.frequency, _RETRY_SECONDS)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._rewrite.wait(), delay)
+        finally:
+            with contextlib.suppress(Exception):
+                await answers.unsubscribe()
+
+    async def _on_answer(self, msg: Msg) -> None:
+        """The hub holds a status other than the one written last: write it again, now."""
+        if not msg.data:
+            return  # the server's "no responders" status: no hub is listening (yet)
+        try:
+            answer = HeartbeatAnswer.model_validate_json(msg.data)
+        except ValidationError as err:
+            field = ".".join(str(p) for p in err.errors()[0]["loc"]) or "(root)"
+            self._log.warning("heartbeat.answer_invalid", field=field, error=err.errors()[0]["msg"])
+            return
+        written = self._status
+        if written is not None and answer.status_revision == written.revision:
+            return  # an answer to a heartbeat sent before our last write
+        self._log.info("heartbeat.status_replaced", hub_revision=answer.status_revision)
+        self._status = None
+        self._rewrite.set()
 
     async def register(self) -> None:
         """Creates or updates this cluster's ManagedCluster; writes nothing if it is up to date."""
@@ -89,11 +128,17 @@ class Heartbeat:
         collected = await self.collector.current()
         if collected.labels != self._labels:
             await self._sync_labels(collected)
-        try:
-            await self._write_status(collected, self._status or await self.statuses.get(self.key))
-        except ConflictError:
-            # Someone else wrote (the hub marking us Unknown): build on what is there now.
-            await self._write_status(collected, await self.statuses.get(self.key))
+        if self._status is not None and collected.status == self._reported:
+            beat = ClusterHeartbeat(
+                cluster_id=self.identity.cluster_id, name=self.identity.name, status_revision=self._status.revision
+            )
+            await self.nc.publish(self.subject, beat.to_json(), reply=self.answers)
+        else:
+            try:
+                await self._write_status(collected, self._status or await self.statuses.get(self.key))
+            except ConflictError:
+                # Someone else wrote (the hub marking us Unknown): build on what is there now.
+                await self._write_status(collected, await self.statuses.get(self.key))
         await self._write_inventory(collected)
 
     async def _write_status(self, collected: Collected, current: Versioned[ManagedClusterStatus] | None) -> None:
@@ -103,7 +148,7 @@ class Heartbeat:
         status.conditions = set_condition(old, ready_condition(status))
         self._status = None
         revision = await self.statuses.put(self.key, status, current.revision if current else 0)
-        self._status = Versioned(status, revision)
+        self._status, self._reported = Versioned(status, revision), collected.status
 
     async def _sync_labels(self, collected: Collected) -> None:
         """Replaces the ManagedCluster's aggregated node labels with the latest common ones."""

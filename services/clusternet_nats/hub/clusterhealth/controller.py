@@ -1,28 +1,45 @@
 """Clusternet's cluster lifecycle: Ready turns Unknown after three missed heartbeats.
 
-A cluster whose agent has not reported for 3 x its `heartbeatFrequencySeconds` (9 minutes when it
-never said, counted from creation when it never reported) gets Ready=Unknown and healthz, livez and
-readyz false in `managedclusters-status`; a cluster whose Ready is not True gets the taint
-`clusters.clusternet.io/unschedulable:NoSchedule` (value: the condition's reason), which the
+A cluster whose agent has not been heard from for 3 x its `heartbeatFrequencySeconds` (9 minutes
+when it never said, counted from creation when it never reported) gets Ready=Unknown and healthz,
+livez and readyz false in `managedclusters-status`; a cluster whose Ready is not True gets the
+taint `clusters.clusternet.io/unschedulable:NoSchedule` (value: the condition's reason), which the
 scheduler's taint filter honours; when heartbeats resume the agent reports Ready=True and the
-taint goes. Every taint change is an Event on the ManagedCluster. Level-triggered: reconcile
-reads the latest cluster and status, so a hub restart just recomputes every deadline.
+taint goes. Every taint change is an Event on the ManagedCluster.
+
+Heard from: the later of the stored status's lastObservedTime (written when the status changes)
+and the last heartbeat (api/heartbeat.py: core NATS, kept here in memory only, as Kubernetes'
+node lifecycle controller keeps its probe timestamps). After a hub restart nothing of the latter
+is known, so every cluster is given the grace from the controller's start: a restart neither
+marks a healthy cluster Unknown nor forgets a dead one, which goes Unknown one grace later. Each
+replica of the hub hears every heartbeat, so a partition that moves finds its clusters' times
+already known. Deadlines are one timer (deadlines.py), not a scan of every cluster: a heartbeat
+only records its time; when a cluster's deadline comes, it is pushed out to the cluster's new one
+if it was heard from meanwhile, and reconciled otherwise.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import sys
+import time
 from datetime import UTC, datetime, timedelta
 
 import structlog
 from clusternet_nats.api import labels as known
 from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterStatus
+from clusternet_nats.api.heartbeat import MAX_HEARTBEAT_BYTES, ClusterHeartbeat, HeartbeatAnswer, answer_subject
 from clusternet_nats.api.meta import ConditionStatus, Taint, TaintEffect, utcnow
 from clusternet_nats.api.registry import by_kind
+from clusternet_nats.api.subjects import HEARTBEAT
 from clusternet_nats.domain.readiness import ready_of, unknown
 from clusternet_nats.hub.clusterhealth.deadlines import Deadlines
 from clusternet_nats.runtime.metrics import count_by
 from clusternet_nats.runtime.service import ServiceContext
-from clusternet_nats.store import ObjectStore, StatusStore
+from clusternet_nats.store import ObjectStore, StatusStore, object_key
+from nats.aio.msg import Msg
+from pydantic import ValidationError
 
 NOT_READY_THRESHOLD = 3
 """Missed heartbeats before a cluster is Unknown (Clusternet's ClusterNotReadyThreshold)."""
@@ -32,13 +49,14 @@ DEFAULT_GRACE = timedelta(minutes=9)
 log = structlog.get_logger(__name__)
 
 
-def deadline(cluster: ManagedCluster, status: ManagedClusterStatus | None) -> datetime:
-    """When the cluster is Unknown unless it reports again."""
+def deadline(cluster: ManagedCluster, status: ManagedClusterStatus | None, heard: float) -> float:
+    """When the cluster is Unknown unless heard from again (seconds since the epoch); `heard`: its
+    last heartbeat, or the controller's start if later."""
     seen = status.last_observed_time if status else None
-    since = seen or cluster.metadata.creation_timestamp or utcnow()
+    since = max(seen or cluster.metadata.creation_timestamp or utcnow(), datetime.fromtimestamp(heard, UTC))
     frequency = status.heartbeat_frequency_seconds if status else None
     grace = timedelta(seconds=frequency * NOT_READY_THRESHOLD) if frequency else DEFAULT_GRACE
-    return since + grace
+    return (since + grace).timestamp()
 
 
 def wanted_taint(status: ManagedClusterStatus | None) -> Taint | None:
@@ -57,39 +75,105 @@ class ClusterHealth:
         info = by_kind(ManagedCluster.KIND)
         assert info.status_bucket is not None
         self.recorder = ctx.recorder
+        self.nc, self.partitions = ctx.nc, ctx.partitions
         self.clusters = ctx.objects(ManagedCluster)
         self.statuses = ctx.records(info.status_bucket, ManagedClusterStatus)
         self.cluster_store: ObjectStore[ManagedCluster] = ObjectStore(ctx.js, info)
         self.status_store = StatusStore(ctx.js, info.status_bucket, ManagedClusterStatus)
         self.deadlines = Deadlines()
+        self.started = time.time()
+        self.heard: dict[str, float] = {}
+        """Each cluster's last heartbeat (time.time()), by its key; memory only."""
         ctx.metrics.sample("cnet_clusters", self._readiness)
         self.queue = ctx.queue("cluster-health", self.reconcile)
         self.clusters.add_handler(lambda key, _obj: self.queue.add(key))
         self.statuses.add_handler(lambda key, _status: self.queue.add(key))
         ctx.run_forever(self._fire_deadlines)
+        ctx.run_forever(self._listen)
 
     def _readiness(self) -> dict[tuple[str, ...], float]:
         """Clusters by the status of their Ready condition (Unknown before the first), for `cnet_clusters`."""
         conditions = (ready_of(self.statuses.get(key)) for key, _ in self.clusters.items())
         return count_by(str(c.status) if c is not None else "Unknown" for c in conditions)
 
+    def _heard(self, key: str) -> float:
+        return max(self.heard.get(key, 0.0), self.started)
+
     async def _fire_deadlines(self) -> None:
-        await self.deadlines.run(self.queue.add)
+        await self.deadlines.run(self._due)
+
+    def _due(self, key: str) -> None:
+        """A deadline passed: pushed out if the cluster was heard from since, else reconciled."""
+        cluster = self.clusters.get(key)
+        if cluster is not None and (self.partitions is None or self.partitions.owns(key)):
+            due = deadline(cluster, self.statuses.get(key), self._heard(key))
+            if time.time() < due:
+                self.deadlines.schedule(key, due)
+                return
+        self.queue.add(key)
+
+    async def _listen(self) -> None:
+        sub = await self.nc.subscribe(HEARTBEAT.filter(), cb=self._on_heartbeat)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+    async def _on_heartbeat(self, msg: Msg) -> None:
+        """Records when a cluster was heard from, if the heartbeat is its own; drops it otherwise."""
+        where = HEARTBEAT.parse(msg.subject)
+        if where is None:
+            return
+        if len(msg.data) > MAX_HEARTBEAT_BYTES:
+            reason = f"over {MAX_HEARTBEAT_BYTES} bytes"
+            log.warning("clusterhealth.heartbeat_refused", subject=msg.subject, reason=reason)
+            return
+        try:
+            beat = ClusterHeartbeat.model_validate_json(msg.data)
+        except ValidationError as err:
+            first = err.errors()[0]
+            field = ".".join(str(part) for part in first["loc"]) or "(root)"
+            log.warning("clusterhealth.heartbeat_invalid", subject=msg.subject, field=field, error=first["msg"])
+            return
+        cluster_id = where["cluster_id"]
+        if beat.cluster_id != cluster_id:
+            log.warning("clusterhealth.heartbeat_refused", subject=msg.subject, reason="clusterId is not the subject's")
+            return
+        key = object_key(where["namespace"], beat.name)
+        cluster = self.clusters.get(key)
+        if cluster is None or cluster.spec.cluster_id != cluster_id:
+            reason = "no such ManagedCluster" if cluster is None else "spec.clusterId is another cluster's"
+            log.warning("clusterhealth.heartbeat_refused", subject=msg.subject, cluster=key, reason=reason)
+            return
+        self.heard[sys.intern(key)] = time.time()
+        held = self.statuses.revision(key)
+        stale = held == 0 or held > beat.status_revision
+        owned = self.partitions is None or self.partitions.owns(key)
+        if stale and owned and msg.reply == answer_subject(cluster_id):
+            await self.nc.publish(msg.reply, HeartbeatAnswer(status_revision=held).to_json())
 
     async def reconcile(self, key: str) -> None:
         cluster = self.clusters.get(key)
         if cluster is None:
             self.deadlines.forget(key)
+            self.heard.pop(key, None)
             return
         status = self.statuses.get(key)
-        due = deadline(cluster, status)
+        heard = self._heard(key)
+        due = deadline(cluster, status, heard)
         ready = ready_of(status)
-        if datetime.now(UTC) < due:
-            self.deadlines.schedule(key, due.timestamp())
+        if time.time() < due:
+            self.deadlines.schedule(key, due)
         elif ready is None or ready.status is not ConditionStatus.UNKNOWN:
             status = unknown(status)
+            if key in self.heard:  # say when it was last heard from, not when its status last changed
+                status.last_observed_time = max(
+                    status.last_observed_time or datetime.fromtimestamp(0, UTC),
+                    datetime.fromtimestamp(self.heard[key], UTC).replace(microsecond=0),
+                )
             await self.status_store.put(key, status, self.statuses.revision(key))
-            log.info("clusterhealth.unknown", cluster=key, last_observed=str(due))
+            log.info("clusterhealth.unknown", cluster=key, last_heard=str(datetime.fromtimestamp(heard, UTC)))
         await self._taint(cluster, status)
 
     async def _taint(self, cluster: ManagedCluster, status: ManagedClusterStatus | None) -> None:
