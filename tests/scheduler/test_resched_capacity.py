@@ -29,10 +29,10 @@ def test_free_capacity_is_allocatable_minus_requested_over_ready_nodes() -> None
 
 def test_only_a_change_past_the_threshold_counts() -> None:
     tracker = CapacityTracker(threshold=0.1)
-    assert tracker.changed("c", inventory("0")), "a first report counts"
-    assert not tracker.changed("c", inventory("500m")), "500m of 8 cores is within 10%"
-    assert not tracker.changed("c", inventory("800m")), "measured from the last report that counted"
-    assert tracker.changed("c", inventory("900m"))
-    assert not tracker.changed("c", inventory("900m"))
+    assert tracker.changed("c", free(inventory("0"))), "a first report counts"
+    assert not tracker.changed("c", free(inventory("500m"))), "500m of 8 cores is within 10%"
+    assert not tracker.changed("c", free(inventory("800m"))), "measured from the last report that counted"
+    assert tracker.changed("c", free(inventory("900m")))
+    assert not tracker.changed("c", free(inventory("900m")))
     assert tracker.changed("c", None), "a cluster whose inventory is gone"
     assert not tracker.changed("c", None)

@@ -19,6 +19,7 @@ filling; the queue group lets any number of replicas share the requests.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -62,7 +63,7 @@ from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import BINDINGS_BUCKET, object_key, split_key
 from clusternet_nats.store.index import Index
 from nats.aio.msg import Msg
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 QUEUE_GROUP = "clusternet-predictor"
 MAX_CACHED_ANSWERS = 200_000
@@ -116,10 +117,25 @@ def counted_pods(inventory: NodeInventory | None, descriptions: list[str]) -> in
     return total
 
 
-def _description_owner(desc: Description) -> set[Owner]:
-    labels = desc.metadata.labels or {}
+class _OwnerMeta(BaseModel):
+    namespace: str | None = None
+    labels: dict[str, str] | None = None
+
+
+class _Owned(BaseModel):
+    """What the predictor reads of a Description: its metadata's owner labels, nothing else (the
+    rendered manifests, a Description's bulk, are skipped by the parser, never kept)."""
+
+    metadata: _OwnerMeta
+
+
+def description_owners(_key: str, data: bytes, _revision: int) -> frozenset[Owner]:
+    """The (Subscription uid, cluster) a stored Description is deployed for; empty when its labels
+    do not say (a Description of another controller's)."""
+    meta = _Owned.model_validate_json(data).metadata
+    labels = meta.labels or {}
     uid, cluster = labels.get(known.SUBS_UID), labels.get(known.CLUSTER_NAME)
-    return {(uid, f"{desc.namespace}/{cluster}")} if uid and cluster else set()
+    return frozenset({(sys.intern(uid), f"{meta.namespace}/{cluster}")}) if uid and cluster else frozenset()
 
 
 @dataclass
@@ -135,13 +151,14 @@ class Predictor:
         self.inventories = ctx.records(NODE_INVENTORIES_BUCKET, NodeInventory)
         self.bindings = ctx.records(BINDINGS_BUCKET, SubscriptionBinding)
         self.feed_inventories = ctx.objects(FeedInventory)
-        self.descriptions = ctx.objects(Description)
-        status_bucket = KindInfo.of(Description).status_bucket
+        info = KindInfo.of(Description)
+        self.descriptions = ctx.informer(info.bucket, description_owners, shared_as=description_owners)
+        status_bucket = info.status_bucket
         assert status_bucket is not None, "Description has a status bucket"
         self.description_statuses = ctx.records(status_bucket, DescriptionStatus)
         ctx.metrics.sample("cnet_descriptions", self._phases)
         self.reservations = Reservations()
-        self._descriptions_by_owner: Index[Description, Owner] = Index(_description_owner)
+        self._descriptions_by_owner: Index[frozenset[Owner], Owner] = Index(lambda owners: owners)
         self._bindings_by_uid: Index[SubscriptionBinding, str] = Index(lambda b: {b.subscription_uid})
         self._bindings_by_cluster: Index[SubscriptionBinding, str] = Index(lambda b: set(b.binding_clusters))
         self._clusters_by_id: Index[NodeInventory, str] = Index(lambda inv: {inv.cluster_id})
@@ -176,8 +193,8 @@ class Predictor:
         self._bindings_by_cluster.update(key, binding)
         self._reserve(key)
 
-    def _description_changed(self, key: str, desc: Description | None) -> None:
-        for uid, _cluster in self._descriptions_by_owner.update(key, desc):
+    def _description_changed(self, key: str, owners: frozenset[Owner] | None) -> None:
+        for uid, _cluster in self._descriptions_by_owner.update(key, owners):
             for sub_key in self._bindings_by_uid.keys_for(uid):
                 self._reserve(sub_key)
 

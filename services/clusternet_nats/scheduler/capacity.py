@@ -4,6 +4,9 @@ Agents rewrite a cluster's node inventory whenever a pod lands or leaves, so rea
 write would re-schedule on every rollout. Each cluster keeps the free capacity (allocatable minus
 requested, over Ready nodes) it had when it last counted; a new inventory counts only when some
 resource moved by more than `threshold` of that cluster's allocatable since then.
+
+The scheduler's informer of node inventories keeps only `free(inventory)` per cluster (six
+numbers), never the inventories' node lists: nothing else of them is read here.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ DEFAULT_THRESHOLD = 0.1
 RESOURCES = ("cpu", "memory", "pods")
 
 Amounts = dict[str, int]
+Room = tuple[Amounts, Amounts]
+"""(allocatable, allocatable minus requested) of one cluster."""
 
 
 def _sum(inventory: NodeInventory, field: str) -> Amounts:
@@ -31,11 +36,16 @@ def _sum(inventory: NodeInventory, field: str) -> Amounts:
     return totals
 
 
-def free(inventory: NodeInventory) -> tuple[Amounts, Amounts]:
+def free(inventory: NodeInventory) -> Room:
     """(allocatable, allocatable minus requested) per resource, in thousandths, over Ready nodes."""
     allocatable = _sum(inventory, "allocatable")
     requested = _sum(inventory, "requested")
     return allocatable, {name: allocatable[name] - requested[name] for name in RESOURCES}
+
+
+def room_of(_key: str, data: bytes, _revision: int) -> Room:
+    """A stored node inventory's room: what the scheduler's informer keeps of it."""
+    return free(NodeInventory.model_validate_json(data))
 
 
 class CapacityTracker:
@@ -43,11 +53,12 @@ class CapacityTracker:
         self.threshold = threshold
         self._counted: dict[str, Amounts] = {}
 
-    def changed(self, cluster: str, inventory: NodeInventory | None) -> bool:
-        """Whether this inventory moved the cluster's free capacity past the threshold."""
-        if inventory is None:
+    def changed(self, cluster: str, room: Room | None) -> bool:
+        """Whether this inventory's room (`free`; None: gone) moved the cluster's free capacity
+        past the threshold."""
+        if room is None:
             return self._counted.pop(cluster, None) is not None
-        allocatable, now = free(inventory)
+        allocatable, now = room
         before = self._counted.get(cluster)
         moved = before is None or any(
             abs(now[name] - before[name]) > self.threshold * allocatable[name] for name in RESOURCES

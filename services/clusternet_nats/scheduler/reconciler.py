@@ -45,13 +45,13 @@ from clusternet_nats.api.apps import (
 )
 from clusternet_nats.api.binding import SubscriptionBinding, spec_hash
 from clusternet_nats.api.clusters import ManagedCluster
-from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
+from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET
 from clusternet_nats.api.meta import Condition, ConditionStatus
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.domain.feeds import feed_key
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.scheduler.algorithm import Decision, schedule
-from clusternet_nats.scheduler.capacity import CapacityTracker
+from clusternet_nats.scheduler.capacity import CapacityTracker, Room, room_of
 from clusternet_nats.scheduler.dependencies import Dependencies
 from clusternet_nats.scheduler.failover import available_replicas, replacement_available, with_draining, without
 from clusternet_nats.scheduler.framework import Framework
@@ -149,7 +149,7 @@ class SubscriptionScheduler:
         self.subscriptions = ctx.objects(Subscription)
         self.clusters = ctx.objects(ManagedCluster)
         self.inventories = ctx.objects(FeedInventory)
-        self.node_inventories = ctx.records(NODE_INVENTORIES_BUCKET, NodeInventory)
+        self.node_inventories = ctx.informer(NODE_INVENTORIES_BUCKET, room_of, shared_as=room_of)
         self.statuses = ctx.records(SUBSCRIPTION_STATUS_BUCKET, SubscriptionStatus)
         self.bindings = ctx.records(BINDINGS_BUCKET, SubscriptionBinding)
         self.store = StatusStore(ctx.js, BINDINGS_BUCKET, SubscriptionBinding)
@@ -200,9 +200,9 @@ class SubscriptionScheduler:
         # While listing, every Subscription is being enqueued by its own informer anyway.
         self._enqueue(self.dependencies.cluster_changed(name, cluster, concerned=self.clusters.synced))
 
-    def _inventory_changed(self, key: str, inventory: NodeInventory | None) -> None:
+    def _inventory_changed(self, key: str, room: Room | None) -> None:
         cluster = self._cluster_name(key)
-        if self.capacity.changed(cluster, inventory) and self.node_inventories.synced:
+        if self.capacity.changed(cluster, room) and self.node_inventories.synced:
             self._enqueue(self.dependencies.capacity_changed(cluster))
 
     def _status_changed(self, key: str, _status: SubscriptionStatus | None) -> None:
