@@ -44,7 +44,7 @@ from clusternet_nats.deployer.helmreleases import HelmReleases
 from clusternet_nats.deployer.overrides import OverrideError
 from clusternet_nats.deployer.status import Release, aggregate
 from clusternet_nats.deployer.warnings import Warnings
-from clusternet_nats.deployer.writes import PARALLELISM, Outcome, concurrently, ensure, remove_all
+from clusternet_nats.deployer.writes import PARALLELISM, Outcome, concurrently, ensure_all, remove_all
 from clusternet_nats.domain.descriptions import SUCCESSFULLY_DEPLOYED, failed
 from clusternet_nats.domain.feeds import format_feed, is_chart_feed
 from clusternet_nats.domain.finalizers import is_deleting
@@ -66,7 +66,6 @@ class Placed:
 
     base: Base
     descriptions: list[Description]
-    helm_kept: set[str]
     release: Release
 
 
@@ -127,8 +126,10 @@ class Deployer:
         for description in self.caches.descriptions_of(uid):
             existing[description.namespace].append(description)
 
-        async def place(index: int, cluster: ManagedCluster) -> Placed:
-            base = await self._sync_base(sub, cluster)
+        # Every cluster's Base, then every cluster's Descriptions, each kind's writes in flight together.
+        bases = await self._sync_bases(sub, [cluster for _, cluster in placements])
+        rendered: list[list[Description] | None] = []
+        for (index, cluster), base in zip(placements, bases, strict=True):
             target = Target(
                 namespace=cluster.namespace,
                 labels=cluster_labels(cluster),
@@ -137,20 +138,28 @@ class Deployer:
                 globalizations=globalizations,
                 localizations=localizations.get(cluster.namespace, ()),
             )
-            current = existing.get(cluster.namespace, [])
-            descriptions = await self._sync_descriptions(base, target, renderings, current)
+            rendered.append(await self._render(base, target, renderings))
+        desired = [(base, desc) for base, descs in zip(bases, rendered, strict=True) for desc in descs or ()]
+        synced = iter(await self._sync_descriptions(desired))
+        placed: list[Placed] = []
+        for (_, cluster), base, descs in zip(placements, bases, rendered, strict=True):
+            # A blocked rendering (a missing feed, a failed override) keeps what the cluster has.
+            has = existing.get(cluster.namespace, []) if descs is None else [next(synced) for _ in descs]
+            placed.append(Placed(base, has, await self._release(sub, cluster, has)))
+
+        async def sync_helm(descriptions: list[Description]) -> set[str]:
             helm_kept: set[str] = set()
             for desc in descriptions:
                 if desc.spec.deployer is DeployerType.HELM:
                     status = self.caches.description_statuses.get(self.descriptions.key_of(desc))
                     helm_kept |= await self.helm_releases.sync(desc, status)
-            return Placed(base, descriptions, helm_kept, await self._release(sub, cluster, descriptions))
+            return helm_kept
 
-        placed = await concurrently(
-            self.parallelism, [functools.partial(place, index, cluster) for index, cluster in placements]
+        helm_kept = await concurrently(
+            self.parallelism, [functools.partial(sync_helm, p.descriptions) for p in placed]
         )
         await self._delete_unbound_bases(sub, {self.bases.key_of(p.base) for p in placed})
-        await self.helm_releases.delete_stale(uid, set().union(*(p.helm_kept for p in placed)))
+        await self.helm_releases.delete_stale(uid, set().union(*helm_kept))
         kept = {self.descriptions.key_of(desc) for p in placed for desc in p.descriptions}
         await self._delete_stale_descriptions(sub, kept)
         await self._sync_status(sub, [p.release for p in placed])
@@ -168,15 +177,30 @@ class Deployer:
 
     # -- Bases -----------------------------------------------------------------------------
 
-    async def _sync_base(self, sub: Subscription, cluster: ManagedCluster) -> Base:
-        desired = desired_base(sub, cluster)
-        base, outcome = await ensure(self.bases, self.caches.bases.get(self.bases.key_of(desired)), desired)
-        if outcome is not Outcome.UNCHANGED:
-            log.info("deployer.base_synced", cluster=base.namespace, base=base.name, outcome=outcome)
-            await self.recorder.normal(
-                sub, f"Base{outcome}", f"Base {base.namespaced_name()} is {outcome.lower()} successfully"
-            )
-        return base
+    async def _sync_bases(self, sub: Subscription, clusters: Sequence[ManagedCluster]) -> list[Base]:
+        desired = [desired_base(sub, cluster) for cluster in clusters]
+        pairs = [(self.caches.bases.get(self.bases.key_of(base)), base) for base in desired]
+        synced = await ensure_all(self.bases, pairs)
+        await self._announce([(base, sub, "Base", outcome) for base, outcome in synced])
+        return [base for base, _ in synced]
+
+    async def _announce(self, changes: Sequence[tuple[Base | Description, Base | Subscription, str, Outcome]]) -> None:
+        """Logs and records an Event (on its parent) for each object created or updated."""
+        announced = [change for change in changes if change[3] is not Outcome.UNCHANGED]
+        for obj, _, kind, outcome in announced:
+            log.info(f"deployer.{kind.lower()}_synced", cluster=obj.namespace, name=obj.name, outcome=outcome)
+        await concurrently(
+            self.parallelism,
+            [
+                functools.partial(
+                    self.recorder.normal,
+                    parent,
+                    f"{kind}{outcome}",
+                    f"{kind} {obj.namespaced_name()} is {outcome.lower()} successfully",
+                )
+                for obj, parent, kind, outcome in announced
+            ],
+        )
 
     async def _delete_unbound_bases(self, sub: Subscription, keep: set[str]) -> None:
         unbound = [base for base in self.caches.bases_of(sub.metadata.uid or "") if self.bases.key_of(base) not in keep]
@@ -186,27 +210,21 @@ class Deployer:
 
     # -- Descriptions ----------------------------------------------------------------------
 
-    async def _sync_descriptions(
-        self,
-        base: Base,
-        target: Target,
-        renderings: Renderings | Feed,
-        existing: list[Description],
-    ) -> list[Description]:
-        """Renders `base` for its cluster; returns the Descriptions it has now (kept as they were
-        if blocked: `renderings` is the feed that does not exist, or an override fails)."""
+    async def _render(self, base: Base, target: Target, renderings: Renderings | Feed) -> list[Description] | None:
+        """The Descriptions `base` should have in its cluster; None if blocked (`renderings` is
+        the feed that does not exist, or an override fails): then the cluster keeps its own."""
         if isinstance(renderings, Feed):
             message = f"Base {base.namespaced_name()} is using a nonexistent {format_feed(renderings)}"
             await self.warnings.warn(base, "feeds", f"Nonexistent{renderings.kind}", message)
-            return existing
+            return None
         self.warnings.resolve(base, "feeds")
         try:
             specs = renderings.render(target)
         except OverrideError as err:
             await self._override_failed(base, err)
-            return existing
+            return None
         self.warnings.resolve(base, "overrides")
-        return [await self._sync_description(base, description_for(base, spec)) for spec in specs]
+        return [description_for(base, spec) for spec in specs]
 
     async def _resolve(self, feeds: Sequence[Feed]) -> Resolved | Feed:
         """The objects of every feed in order, their feed finalizers put on; or the first feed
@@ -243,18 +261,14 @@ class Deployer:
         subject = f"overrides@{source.metadata.resource_version}"
         await self.warnings.warn(source, subject, "FailedApplyingOverrides", str(err))
 
-    async def _sync_description(self, base: Base, desired: Description) -> Description:
-        current = self.caches.descriptions.get(self.descriptions.key_of(desired))
-        description, outcome = await ensure(self.descriptions, current, desired)
-        if outcome is not Outcome.UNCHANGED:
-            name = description.namespaced_name()
-            log.info(
-                "deployer.description_synced", cluster=base.namespace, description=description.name, outcome=outcome
-            )
-            await self.recorder.normal(
-                base, f"Description{outcome}", f"Description {name} is {outcome.lower()} successfully"
-            )
-        return description
+    async def _sync_descriptions(self, desired: Sequence[tuple[Base, Description]]) -> list[Description]:
+        """Writes the Descriptions that differ from the cache (an unchanged one costs no write)."""
+        current = [self.caches.descriptions.get(self.descriptions.key_of(desc)) for _, desc in desired]
+        synced = await ensure_all(self.descriptions, list(zip(current, (desc for _, desc in desired), strict=True)))
+        await self._announce(
+            [(desc, base, "Description", outcome) for (base, _), (desc, outcome) in zip(desired, synced, strict=True)]
+        )
+        return [desc for desc, _ in synced]
 
     async def _delete_stale_descriptions(self, sub: Subscription, keep: set[str]) -> None:
         owned = self.caches.descriptions_of(sub.metadata.uid or "")

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from enum import StrEnum
 from typing import TypeVar
 
 from clusternet_nats.api.meta import KubeObject
-from clusternet_nats.store import ObjectStore
+from clusternet_nats.store import ObjectStore, StoreError
 
 K = TypeVar("K", bound=KubeObject)
 R = TypeVar("R")
@@ -29,24 +29,31 @@ class Outcome(StrEnum):
     UNCHANGED = "Unchanged"
 
 
-def _owned(obj: KubeObject) -> dict[str, object]:
-    return obj.model_dump(exclude={"metadata", "status"})
+def _owned_equal(current: KubeObject, desired: KubeObject) -> bool:
+    """Whether the two agree on everything the deployer owns but metadata (field by field: no
+    dump of either, since most reconciles of a large fleet find most objects unchanged)."""
+    return all(
+        getattr(current, name) == getattr(desired, name)
+        for name in type(desired).model_fields
+        if name not in ("metadata", "status")
+    )
 
 
-async def ensure(store: ObjectStore[K], current: K | None, desired: K) -> tuple[K, Outcome]:
-    """Creates `desired`, or updates `current` to its spec, labels and annotations (others' kept);
-    returns the stored object."""
+def changed(current: K | None, desired: K) -> K | None:
+    """What to write to converge `current` on `desired` (its spec, labels and annotations, the
+    others' labels and annotations kept): `desired` itself to create, an update of `current`,
+    or None when nothing needs writing."""
     if current is None:
-        return await store.create(desired), Outcome.CREATED
+        return desired
     labels = {**(current.metadata.labels or {}), **(desired.metadata.labels or {})}
     annotations = {**(current.metadata.annotations or {}), **(desired.metadata.annotations or {})}
     if (
-        _owned(current) == _owned(desired)
+        _owned_equal(current, desired)
         and labels == (current.metadata.labels or {})
         and annotations == (current.metadata.annotations or {})
         and (current.metadata.owner_references == desired.metadata.owner_references)
     ):
-        return current, Outcome.UNCHANGED
+        return None
     metadata = current.metadata.model_copy(
         update={
             "labels": labels,
@@ -55,7 +62,42 @@ async def ensure(store: ObjectStore[K], current: K | None, desired: K) -> tuple[
         }
     )
     # Shallow: the store copies what it writes, and `desired`'s spec may be shared by clusters.
-    return await store.update(desired.model_copy(update={"metadata": metadata}), current), Outcome.UPDATED
+    return desired.model_copy(update={"metadata": metadata})
+
+
+async def ensure(store: ObjectStore[K], current: K | None, desired: K) -> tuple[K, Outcome]:
+    """Creates `desired`, or updates `current` to it (`changed`); returns the stored object."""
+    write = changed(current, desired)
+    if write is None:
+        assert current is not None
+        return current, Outcome.UNCHANGED
+    if current is None:
+        return await store.create(write), Outcome.CREATED
+    return await store.update(write, current), Outcome.UPDATED
+
+
+async def ensure_all(store: ObjectStore[K], pairs: Sequence[tuple[K | None, K]]) -> list[tuple[K, Outcome]]:
+    """`ensure` of each (current, desired), every write in flight together (pipelined: the
+    fan-out of one change to a fleet is the bus's throughput, not a round trip per cluster).
+    The first failure (a lost compare-and-set, say) is raised once all are written, so the work
+    queue retries the reconcile on fresher data."""
+    planned = [(current, changed(current, desired)) for current, desired in pairs]
+    stored = iter(await store.write_all([(write, current) for current, write in planned if write is not None]))
+    out: list[tuple[K, Outcome]] = []
+    failure: StoreError | None = None
+    for current, write in planned:
+        if write is None:
+            assert current is not None
+            out.append((current, Outcome.UNCHANGED))
+            continue
+        result = next(stored)
+        if isinstance(result, StoreError):
+            failure = failure or result
+        else:
+            out.append((result, Outcome.CREATED if current is None else Outcome.UPDATED))
+    if failure is not None:
+        raise failure
+    return out
 
 
 async def remove(store: ObjectStore[K], obj: K) -> None:
