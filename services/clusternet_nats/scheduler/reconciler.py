@@ -60,6 +60,7 @@ from clusternet_nats.scheduler.plugins.cluster_affinity import ClusterAffinity
 from clusternet_nats.scheduler.profiles import Profiles
 from clusternet_nats.store import BINDINGS_BUCKET, StatusStore
 from clusternet_nats.store.keys import object_key, split_key
+from pydantic import ValidationError
 
 SCHEDULED = "Scheduled"
 FAILED_SCHEDULING = "FailedScheduling"
@@ -142,6 +143,11 @@ def unplaced_message(unscheduled: dict[str, int]) -> str:
     return f"no cluster has room for {', '.join(parts)}"
 
 
+def _revision_only(_key: str, _data: bytes, revision: int) -> int:
+    """What the scheduler keeps of a Subscription's status: its revision, nothing decoded."""
+    return revision
+
+
 class SubscriptionScheduler:
     def __init__(self, ctx: ServiceContext, profiles: Profiles) -> None:
         self.profiles = profiles
@@ -150,7 +156,9 @@ class SubscriptionScheduler:
         self.clusters = ctx.objects(ManagedCluster)
         self.inventories = ctx.objects(FeedInventory)
         self.node_inventories = ctx.informer(NODE_INVENTORIES_BUCKET, room_of, shared_as=room_of)
-        self.statuses = ctx.records(SUBSCRIPTION_STATUS_BUCKET, SubscriptionStatus)
+        # Only that a status changed: it is read (large: a line per cluster) when failing over.
+        self.statuses = ctx.informer(SUBSCRIPTION_STATUS_BUCKET, _revision_only, shared_as=_revision_only)
+        self.status_store = StatusStore(ctx.js, SUBSCRIPTION_STATUS_BUCKET, SubscriptionStatus)
         self.bindings = ctx.records(BINDINGS_BUCKET, SubscriptionBinding)
         self.store = StatusStore(ctx.js, BINDINGS_BUCKET, SubscriptionBinding)
         self.dependencies = Dependencies()
@@ -205,7 +213,7 @@ class SubscriptionScheduler:
         if self.capacity.changed(cluster, room) and self.node_inventories.synced:
             self._enqueue(self.dependencies.capacity_changed(cluster))
 
-    def _status_changed(self, key: str, _status: SubscriptionStatus | None) -> None:
+    def _status_changed(self, key: str, _revision: int | None) -> None:
         binding = self.bindings.get(key)
         if binding is not None and binding.draining_clusters:
             self.queue.add(key)
@@ -263,7 +271,7 @@ class SubscriptionScheduler:
         )
         if stored is not None and (keep := sorted({*lost - gone, *draining} - set(binding.binding_clusters))):
             ids = {c: found.spec.cluster_id for c in binding.binding_clusters if (found := self._clusters.get(c))}
-            available = available_replicas(self.statuses.get(key))
+            available = available_replicas(await self._status(key))
             if not replacement_available(binding, ids, available):
                 binding = with_draining(binding, stored, keep)
         changed = self.bindings.get(key) != binding
@@ -313,6 +321,16 @@ class SubscriptionScheduler:
             elif not framework.run_filters(sub, cluster).is_success:
                 lost.add(name)
         return lost, gone
+
+    async def _status(self, key: str) -> SubscriptionStatus | None:
+        """The deployer's status of the Subscription; None (logged) when it does not decode: a
+        failover then waits, as for a status not written yet."""
+        try:
+            found = await self.status_store.get(key)
+        except ValidationError as err:
+            log.warning("subscription_status.undecodable", subscription=key, error=str(err)[:300])
+            return None
+        return found.value if found is not None else None
 
     @staticmethod
     def _admit(
