@@ -174,7 +174,7 @@ def now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
-def run_one(bench: Bench, clusters: int, results: Path, timeout: float) -> Run:
+def run_one(bench: Bench, clusters: int, results: Path, timeout: float, cut: str = "") -> Run:
     """Run `bench` at `clusters`, its raw results into results/<bench>-<clusters>.jsonl."""
     chosen = choose(bench)
     if isinstance(chosen, str):
@@ -211,7 +211,7 @@ def run_one(bench: Bench, clusters: int, results: Path, timeout: float) -> Run:
             raise
     elapsed = round(time.monotonic() - started, 1)
     if code is None:
-        run = Run(**{**asdict(base), "status": "timeout", "reason": f"did not finish within {timeout:.0f} s",
+        run = Run(**{**asdict(base), "status": "timeout", "reason": f"did not finish within {timeout:.0f} s{cut}",
                      "elapsed_s": elapsed})
     elif code != 0:
         run = Run(**{**asdict(base), "status": "failed", "reason": f"exit code {code}: {tail(log)}",
@@ -701,7 +701,11 @@ class Report:
         for (bench, n), run in sorted(self.outcome.runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
             if run.status == "skipped":
                 continue
-            others = f"{len(run.others_running)} other bench(es) running" if run.others_running else ""
+            scripts = sorted({
+                part[part.index("bench/"):] for cmd in run.others_running for part in cmd.split()
+                if "bench/" in part and part.endswith(".py")
+            })
+            others = f"other benches running beside it: {', '.join(scripts)}" if scripts else ""
             rows.append([
                 bench, cluster_label(n), run.status, f"{run.elapsed_s:.0f}" if run.elapsed_s else "—",
                 " ".join(f"{x:.2f}" for x in run.load_before), "; ".join(x for x in (run.reason, others) if x),
@@ -851,6 +855,22 @@ def sizes_arg(value: str) -> list[int]:
     return sorted(set(sizes))
 
 
+RENDER_MARGIN_S = 60.0
+MIN_RUN_S = 60.0
+
+
+def deadline_arg(value: str) -> datetime.datetime:
+    """Today's (or, if past, tomorrow's) HH:MM in UTC."""
+    try:
+        hour, minute = (int(x) for x in value.split(":"))
+        clock = datetime.time(hour, minute, tzinfo=datetime.UTC)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--deadline: {value!r} is not HH:MM (UTC)") from exc
+    today = datetime.datetime.now(datetime.UTC)
+    at = datetime.datetime.combine(today.date(), clock)
+    return at if at > today else at + datetime.timedelta(days=1)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clusters", type=sizes_arg, default=list(DEFAULT_CLUSTERS), help="e.g. 100,1000,5000,10000")
@@ -860,6 +880,8 @@ def main() -> int:
     parser.add_argument("--benches", default=",".join(b.name for b in BENCHES), help="which benches to run")
     parser.add_argument("--timeout-base", type=float, default=120.0, help="seconds each run gets, plus ...")
     parser.add_argument("--timeout-per-cluster", type=float, default=0.04, help="... seconds per cluster")
+    parser.add_argument("--deadline", type=deadline_arg, help="HH:MM UTC: no run goes past it (the report still "
+                        "gets written); runs cut short or not started say so")
     args = parser.parse_args()
 
     args.results.mkdir(parents=True, exist_ok=True)
@@ -871,7 +893,17 @@ def main() -> int:
         for n in args.clusters:
             for bench in chosen:
                 timeout = args.timeout_base + args.timeout_per_cluster * n
-                record_run(args.results, run_one(bench, n, args.results, timeout))
+                cut = ""
+                if args.deadline:
+                    left = (args.deadline - datetime.datetime.now(datetime.UTC)).total_seconds() - RENDER_MARGIN_S
+                    why = f"the deadline {args.deadline:%H:%M} UTC"
+                    if left < MIN_RUN_S:
+                        run = Run(bench.name, n, "not run", started_at=now(), reason=f"no time left before {why}")
+                        record_run(args.results, run)
+                        continue
+                    if left < timeout:
+                        timeout, cut = left, f", cut short by {why}"
+                record_run(args.results, run_one(bench, n, args.results, timeout, cut))
     path = render(args.results, args.docs)
     print(f"wrote {path}")
     return 0

@@ -3,7 +3,9 @@ and a hung bench is stopped with its whole process tree."""
 
 from __future__ import annotations
 
+import datetime
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -137,3 +139,15 @@ def test_tuning_a_bench_does_not_take_is_left_out(scale: ModuleType, tmp_path: P
     tuning = (("--report-frequency", "60"), ("--window", "60"))
     chosen = scale.choose(scale.Bench("fleet", (scale.Invocation(str(script), tuning=tuning),)))
     assert chosen == scale.Invocation(str(script), ("--window", "60"))
+
+
+def test_runs_past_the_deadline_are_not_started_and_the_report_says_so(tmp_path: Path) -> None:
+    soon = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(minutes=1)).strftime("%H:%M")
+    done = subprocess.run(
+        [sys.executable, str(SCALE_PY), "--clusters", "100", "--benches", "fleet", "--deadline", soon,
+         "--results", str(tmp_path / "results"), "--docs", str(tmp_path / "docs")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "docs" / "scale.md").read_text()
+    assert f"| 100 | not measured: fleet not run: no time left before the deadline {soon} UTC |" in text
