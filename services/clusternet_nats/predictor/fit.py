@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from clusternet_nats.api.inventory import NodeInventory
 from clusternet_nats.api.meta import Taint, TaintEffect
+from clusternet_nats.api.quantity import QuantityError
 from clusternet_nats.domain.nodefit import PODS, Demand, amount, selects, untolerated_taint
 
 MAX_REPLICAS = 2**31 - 1
@@ -42,7 +43,7 @@ class NoFeasibleNodes(LookupError):
     """Clusternet's "no feasible nodes found", with why each node was left out."""
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeRoom:
     """One node as a fit sees it: what selects it, what repels, and what is still free."""
 
@@ -54,6 +55,40 @@ class NodeRoom:
 
     def copy(self) -> NodeRoom:
         return NodeRoom(self.name, self.labels, self.taints, dict(self.free))
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterNodes:
+    """What the predictor keeps of a cluster's node inventory: its nodes as fits see them (the
+    inventory's quantities parsed once, on arrival) and its pods per Description summed over
+    the nodes; not the inventory itself."""
+
+    cluster_id: str
+    nodes: tuple[NodeRoom, ...]
+    pods_by_description: dict[str, int] | None
+    """None when some node does not count its pods per Description."""
+    invalid: str | None = None
+    """Why the inventory's quantities could not be read (then `nodes` is empty)."""
+
+    @classmethod
+    def of(cls, inventory: NodeInventory) -> ClusterNodes:
+        counted: dict[str, int] | None = {}
+        for node in inventory.nodes:
+            if node.pods_by_description is None or counted is None:
+                counted = None
+                continue
+            for key, pods in node.pods_by_description.items():
+                counted[key] = counted.get(key, 0) + pods
+        try:
+            nodes = tuple(rooms(inventory))
+        except QuantityError as err:
+            return cls(inventory.cluster_id, (), counted, str(err))
+        return cls(inventory.cluster_id, nodes, counted)
+
+
+def cluster_nodes(_key: str, data: bytes, _revision: int) -> ClusterNodes:
+    """A stored node inventory as the predictor's informer keeps it."""
+    return ClusterNodes.of(NodeInventory.model_validate_json(data))
 
 
 def rooms(inventory: NodeInventory) -> list[NodeRoom]:

@@ -20,14 +20,14 @@ filling; the queue group lets any number of replicas share the requests.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import structlog
 from clusternet_nats.api import labels as known
 from clusternet_nats.api.apps import Description, DescriptionStatus, FeedInventory, FeedOrder
 from clusternet_nats.api.binding import SubscriptionBinding
-from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
+from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET
 from clusternet_nats.api.predictor import (
     AccommodationReply,
     AccommodationRequest,
@@ -39,16 +39,16 @@ from clusternet_nats.api.predictor import (
     UnscheduledReply,
     UnscheduledRequest,
 )
-from clusternet_nats.api.quantity import QuantityError
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.domain.feeds import names_object
 from clusternet_nats.domain.nodefit import Demand, RequirementError
 from clusternet_nats.predictor.fit import (
+    ClusterNodes,
     NodeRoom,
     NoFeasibleNodes,
+    cluster_nodes,
     max_acceptable_replicas,
     reserve,
-    rooms,
 )
 from clusternet_nats.predictor.messages import (
     PREDICT_SUBJECT,
@@ -104,17 +104,12 @@ def finished_replicas(observed: dict[str, object] | None) -> int:
     return sum(n for key in ("succeeded", "failed") if isinstance(n := observed.get(key), int))
 
 
-def counted_pods(inventory: NodeInventory | None, descriptions: list[str]) -> int | None:
+def counted_pods(nodes: ClusterNodes | None, descriptions: list[str]) -> int | None:
     """The pods the inventory counts in `requested` for these Descriptions; None when it does not
     count pods per Description (then only the status can say what landed)."""
-    if inventory is None:
+    if nodes is None or nodes.pods_by_description is None:
         return None
-    total = 0
-    for node in inventory.nodes:
-        if node.pods_by_description is None:
-            return None
-        total += sum(node.pods_by_description.get(key, 0) for key in descriptions)
-    return total
+    return sum(nodes.pods_by_description.get(key, 0) for key in descriptions)
 
 
 class _OwnerMeta(BaseModel):
@@ -142,13 +137,13 @@ def description_owners(_key: str, data: bytes, _revision: int) -> frozenset[Owne
 class _Room:
     revision: int
     generation: int
-    nodes: list[NodeRoom]
+    nodes: Sequence[NodeRoom]
 
 
 class Predictor:
     def __init__(self, ctx: ServiceContext) -> None:
         self.ctx = ctx
-        self.inventories = ctx.records(NODE_INVENTORIES_BUCKET, NodeInventory)
+        self.inventories = ctx.informer(NODE_INVENTORIES_BUCKET, cluster_nodes, shared_as=cluster_nodes)
         self.bindings = ctx.records(BINDINGS_BUCKET, SubscriptionBinding)
         self.feed_inventories = ctx.objects(FeedInventory)
         info = KindInfo.of(Description)
@@ -161,7 +156,7 @@ class Predictor:
         self._descriptions_by_owner: Index[frozenset[Owner], Owner] = Index(lambda owners: owners)
         self._bindings_by_uid: Index[SubscriptionBinding, str] = Index(lambda b: {b.subscription_uid})
         self._bindings_by_cluster: Index[SubscriptionBinding, str] = Index(lambda b: set(b.binding_clusters))
-        self._clusters_by_id: Index[NodeInventory, str] = Index(lambda inv: {inv.cluster_id})
+        self._clusters_by_id: Index[ClusterNodes, str] = Index(lambda nodes: {nodes.cluster_id})
         self._rooms: dict[str, _Room] = {}
         self._keys: dict[str, tuple[str, str]] = {}
         self._answers: dict[tuple[str, int, int, Demand], int | str] = {}
@@ -173,7 +168,7 @@ class Predictor:
 
     # -- keeping reservations ------------------------------------------------------------------
 
-    def _inventory_changed(self, key: str, inventory: NodeInventory | None) -> None:
+    def _inventory_changed(self, key: str, inventory: ClusterNodes | None) -> None:
         """What the cluster's pods request changed, and with it which bound replicas it counts."""
         self._clusters_by_id.update(key, inventory)
         namespace, name = split_key(key, True)
@@ -260,15 +255,15 @@ class Predictor:
         revision, generation = self.inventories.revision(key), self.reservations.generation(name)
         room = self._rooms.get(name)
         if room is None or (room.revision, room.generation) != (revision, generation):
-            try:
-                nodes = rooms(inventory)
-            except QuantityError as err:
-                raise PredictionError(
-                    PredictionFailure.INVALID_INVENTORY, f"managedcluster {name}: its node inventory has {err}"
-                ) from err
-            for pending in self.reservations.of(name):
-                if pending.demand is not None:
-                    reserve(pending.demand, pending.replicas, nodes)
+            if inventory.invalid is not None:
+                message = f"managedcluster {name}: its node inventory has {inventory.invalid}"
+                raise PredictionError(PredictionFailure.INVALID_INVENTORY, message)
+            pending = [p for p in self.reservations.of(name) if p.demand is not None]
+            # Without reservations the inventory's own nodes serve: a copy only to reserve in.
+            nodes = [node.copy() for node in inventory.nodes] if pending else inventory.nodes
+            for reserved in pending:
+                assert reserved.demand is not None
+                reserve(reserved.demand, reserved.replicas, nodes)
             room = self._rooms[name] = _Room(revision, generation, nodes)
         return room, name
 
