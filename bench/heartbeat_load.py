@@ -1,13 +1,19 @@
 """Benchmark: the steady heartbeat load of N simulated clusters on the hub side.
 
-Starts the system with N simulated clusters reporting every `--report-frequency` seconds (far
-more often than Clusternet's 3 minutes, to make the load visible), waits until every cluster has
-reported, then samples for `--window` seconds the CPU and resident memory of the hub side
-(nats-server, hub with its cluster-health controller, scheduler, deployer, predictor) and of the
-agent process. Prints heartbeats/s received, hub-side CPU% (100% = one core) and MiB, in total
-and per cluster.
+Starts the system (development mode: no registration) with N simulated clusters in one agent
+process reporting every `--report-frequency` seconds (far more often than Clusternet's 3 minutes,
+to make the load visible), waits until every cluster is Ready, then for `--window` seconds samples
+the CPU of the hub side (nats-server, hub with its cluster-health controller, scheduler, deployer,
+predictor) and of the agent process, counts the heartbeats on the wire (core NATS,
+`clusternet.heartbeat.*.*`) and the status writes (the `managedclusters-status` stream's
+sequence: a steady fleet writes none). Prints the hub-side CPU% (100% = one core) per process,
+the CPU per heartbeat, and what that implies for 10,000 clusters at Clusternet's default 180 s:
+an upper bound, since every CPU second of the window, idle work included, is taken as the
+heartbeats'. Beside them, in the same run, the raw reference (nats-py `publish_async` into a
+JetStream stream on the same server) and the load average. `--json PATH` appends the figures in
+the scale report's format (testing/benchresult.py).
 
-    .venv/bin/python bench/heartbeat_load.py --clusters 500 --report-frequency 10
+    .venv/bin/python bench/heartbeat_load.py --clusters 1000 --report-frequency 5 --window 30
 """
 
 from __future__ import annotations
@@ -21,20 +27,16 @@ from pathlib import Path
 
 import nats
 import psutil
+from clusternet_nats.agent.heartbeat import DEFAULT_REPORT_FREQUENCY
+from clusternet_nats.api.registry import by_kind
+from clusternet_nats.api.subjects import HEARTBEAT
+from clusternet_nats.testing import benchresult
+from clusternet_nats.testing.reference import load_average, publish_async_rate
 from clusternet_nats.testing.system import System
+from nats.aio.msg import Msg
 
-STATUS_STREAM = "KV_managedclusters-status"
-
-
-def stream_last_seq(system: System) -> int:
-    async def last_seq() -> int:
-        nc = await nats.connect(system.nats_url)
-        try:
-            return int((await nc.jetstream().stream_info(STATUS_STREAM)).state.last_seq)
-        finally:
-            await nc.close()
-
-    return asyncio.run(last_seq())
+STATUS_STREAM = f"KV_{by_kind('ManagedCluster').status_bucket}"
+TARGET_CLUSTERS = 10_000
 
 
 def ready_clusters(system: System) -> int:
@@ -49,12 +51,34 @@ def ready_clusters(system: System) -> int:
     )
 
 
+async def count_window(url: str, window: float) -> tuple[int, int, float]:
+    """(heartbeats seen, status writes, seconds) over `window` seconds."""
+    nc = await nats.connect(url)
+    beats = 0
+
+    async def heard(_msg: Msg) -> None:
+        nonlocal beats
+        beats += 1
+
+    try:
+        js = nc.jetstream()
+        await nc.subscribe(HEARTBEAT.filter(), cb=heard)
+        await nc.flush()
+        seq0, started = (await js.stream_info(STATUS_STREAM)).state.last_seq, time.monotonic()
+        await asyncio.sleep(window)  # the measurement window
+        seq1, elapsed = (await js.stream_info(STATUS_STREAM)).state.last_seq, time.monotonic() - started
+        return beats, seq1 - seq0, elapsed
+    finally:
+        await nc.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clusters", type=int, default=500)
     parser.add_argument("--report-frequency", type=float, default=10.0)
     parser.add_argument("--window", type=float, default=30.0)
     parser.add_argument("--log-level", default="warning")
+    parser.add_argument("--json", help="append the figures to this JSON Lines file (testing/benchresult.py)")
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="cnet-bench-"))
@@ -71,23 +95,57 @@ def main() -> int:
                 return 1
             time.sleep(0.5)
         print(f"{args.clusters} clusters Ready {time.monotonic() - t0:.1f}s after start")
+        # One full period for the first reports' writes to settle, then the steady state.
+        time.sleep(args.report_frequency)
         procs = {name: psutil.Process(pid) for name, pid in system.hub_side_pids().items()}
         agent = psutil.Process(system.services["agent"].proc.pid)  # type: ignore[union-attr]
         for proc in [*procs.values(), agent]:
             proc.cpu_percent(None)
-        seq0, started = stream_last_seq(system), time.monotonic()
-        time.sleep(args.window)
-        elapsed = time.monotonic() - started
-        beats = (stream_last_seq(system) - seq0) / elapsed
-        cpu = {name: proc.cpu_percent(None) for name, proc in procs.items()}
-        rss = {name: proc.memory_info().rss / 2**20 for name, proc in procs.items()}
-        print(f"heartbeats: {beats:.1f}/s (expected {args.clusters / args.report_frequency:.1f}/s)")
+        beats, writes, elapsed = asyncio.run(count_window(system.nats_url, args.window))
+        cpu = {name: round(proc.cpu_percent(None), 1) for name, proc in procs.items()}
+        agent_cpu = agent.cpu_percent(None)
+        rss = {name: round(proc.memory_info().rss / 2**20, 1) for name, proc in procs.items()}
+        rate = beats / elapsed
+        total = sum(cpu.values())
+        print(f"heartbeats: {rate:.1f}/s on the wire (expected {args.clusters / args.report_frequency:.1f}/s)")
+        print(f"status writes: {writes / elapsed:.2f}/s ({writes} in {elapsed:.0f} s)")
         for name in sorted(procs):
             print(f"  {name:12s} cpu {cpu[name]:6.1f}%  rss {rss[name]:7.1f} MiB")
-        total_cpu, total_rss = sum(cpu.values()), sum(rss.values())
-        print(f"hub side: cpu {total_cpu:.1f}% ({total_cpu / args.clusters * 1000:.2f}% per 1,000 clusters)")
-        print(f"hub side: rss {total_rss:.1f} MiB ({total_rss / args.clusters * 1024:.0f} KiB per cluster)")
-        print(f"agent process: cpu {agent.cpu_percent(None):.1f}%  rss {agent.memory_info().rss / 2**20:.1f} MiB")
+        print(f"hub side: cpu {total:.1f}% of one core")
+        per_beat = {n: round(c / 100 / rate * 1000, 4) for n, c in cpu.items()} if rate else {}
+        target_rate = TARGET_CLUSTERS / DEFAULT_REPORT_FREQUENCY
+        at_target = {n: round(ms / 1000 * target_rate * 100, 2) for n, ms in per_beat.items()}
+        if rate:
+            print(f"  CPU per heartbeat: {total / 100 / rate * 1000:.4f} ms ({per_beat})")
+            print(
+                f"  implied for {TARGET_CLUSTERS:,} clusters at {DEFAULT_REPORT_FREQUENCY:.0f} s"
+                f" ({target_rate:.1f} heartbeats/s): {sum(at_target.values()):.2f}% of one core ({at_target})"
+            )
+        print(f"agent process: cpu {agent_cpu:.1f}%  rss {agent.memory_info().rss / 2**20:.1f} MiB")
+        reference = asyncio.run(publish_async_rate(system.nats_url))
+        print(f"reference: nats-py publish_async {reference:.0f} msgs/s on the same server")
+        print(f"load average: {load_average()}")
+        if args.json:
+            benchresult.write(
+                args.json,
+                bench="heartbeat_load",
+                clusters=args.clusters,
+                figures={
+                    "heartbeats_per_s": round(rate, 2),
+                    "status_writes_per_s": round(writes / elapsed, 3),
+                    "hub_cpu_percent": cpu,
+                    "cpu_ms_per_heartbeat": per_beat,
+                    "hub_cpu_percent_10000_at_180s": at_target,
+                    "report_frequency_s": args.report_frequency,
+                    "rss_mib": rss,
+                },
+                reference=reference,
+                notes={
+                    "hub_cpu_percent_10000_at_180s": "cpu_ms_per_heartbeat x 10,000/180 heartbeats/s: an upper"
+                    " bound, every CPU second of the window (idle work included) taken as the heartbeats'",
+                    "heartbeats_per_s": "core NATS heartbeats on clusternet.heartbeat.*.*, counted on the wire",
+                },
+            )
     finally:
         system.stop()
     return 0

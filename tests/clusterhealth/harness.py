@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from clusternet_nats.agent.identity import ClusterIdentity
 from clusternet_nats.agent.service import AgentOptions
 from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterStatus
 from clusternet_nats.api.meta import ConditionStatus
@@ -22,8 +23,8 @@ async def build_health(ctx: ServiceContext) -> None:
 class Watch:
     """Reads one cluster's ManagedCluster and status as the hub stores them."""
 
-    def __init__(self, js: JetStreamContext, options: AgentOptions) -> None:
-        self.ident = options.identities()[0]
+    def __init__(self, js: JetStreamContext, cluster: AgentOptions | ClusterIdentity) -> None:
+        self.ident = cluster.identities()[0] if isinstance(cluster, AgentOptions) else cluster
         self.clusters: ObjectStore[ManagedCluster] = ObjectStore(js, by_kind("ManagedCluster"))
         self.statuses = StatusStore(js, "managedclusters-status", ManagedClusterStatus)
         self.key = self.clusters.key(self.ident.namespace, self.ident.name)

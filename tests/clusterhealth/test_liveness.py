@@ -11,17 +11,28 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from pathlib import Path
 
+from clusternet_nats.agent.backends.sim import SimCluster, Sizing
+from clusternet_nats.agent.cluster_agent import ClusterAgent
+from clusternet_nats.agent.identity import single_cluster
+from clusternet_nats.agent.registration import Enrollment, RegistrationSettings
 from clusternet_nats.agent.service import Agent, AgentOptions
+from clusternet_nats.api.clusters import ClusterSyncMode
 from clusternet_nats.api.heartbeat import ClusterHeartbeat, heartbeat_subject
 from clusternet_nats.api.meta import ConditionStatus
+from clusternet_nats.hub.registration.testing import RegistrationHub
 from clusternet_nats.runtime.connection import Connection
+from clusternet_nats.runtime.service import CommonOptions
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually, holds
 from nats.js import JetStreamContext
 
 from tests.clusterhealth.harness import Watch, build_health
+from tests.registration.harness import hub
+
+__all__ = ["hub"]
 
 STATUS_STREAM = "KV_managedclusters-status"
 GRACE = 3.0
@@ -125,3 +136,28 @@ async def test_a_hub_restart_keeps_healthy_clusters_ready_and_still_finds_dead_o
                 lambda: healthy_watch.ready_is(ConditionStatus.TRUE), 2 * GRACE, "the healthy cluster stays Ready"
             )
             assert await healthy_watch.untainted()
+
+
+async def test_a_registered_cluster_heartbeats_on_its_own_subject_and_writes_nothing(
+    hub: RegistrationHub, tmp_path: Path
+) -> None:
+    """Registration mode: the heartbeat passes the permissions the callout grants the cluster
+    (its own subject only), and a steady registered cluster stays Ready without status writes."""
+    identity = single_cluster("steady", None, {}, ClusterSyncMode.PULL)
+    settings = RegistrationSettings(await hub.token(), tmp_path / "state")
+    agent = ClusterAgent(identity, SimCluster("steady", Sizing()), 1.0, enrollment=Enrollment(settings, identity))
+    js = hub.nc.jetstream()
+    async with running_service("hub", build_health, hub.secure.url("hub")):
+        await agent.start(CommonOptions(nats_url=hub.secure.server.url, health_port=-1, jetstream_domain="hub"))
+        try:
+            await eventually(lambda: agent.ready, timeout=20, what="agent registered")
+            watch = Watch(js, agent.identity)
+            await eventually(lambda: watch.ready_is(ConditionStatus.TRUE), 10, what="Ready True")
+            before = await last_seq(js)
+
+            async def ready_and_unwritten() -> bool:
+                return await watch.ready_is(ConditionStatus.TRUE) is not None and await last_seq(js) == before
+
+            await holds(ready_and_unwritten, 2 * GRACE, "Ready True with the status stream unchanged")
+        finally:
+            await agent.stop()
