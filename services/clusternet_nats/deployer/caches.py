@@ -20,6 +20,7 @@ from clusternet_nats.api.apps import (
     Globalization,
     HelmChart,
     HelmRelease,
+    HelmReleaseStatus,
     Localization,
     Manifest,
     OverridePolicy,
@@ -73,6 +74,7 @@ class Caches:
         self.descriptions = ctx.objects(Description)
         self.description_statuses = ctx.records(KindInfo.of(Description).status_bucket or "", DescriptionStatus)
         self.helm_releases = ctx.objects(HelmRelease)
+        self.helm_release_statuses = ctx.records(KindInfo.of(HelmRelease).status_bucket or "", HelmReleaseStatus)
 
         self.subs_by_feed: Index[Subscription, Selector] = Index(
             lambda sub: {feed_selector(feed) for feed in sub.spec.feeds}

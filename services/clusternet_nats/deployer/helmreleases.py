@@ -51,8 +51,10 @@ class HelmReleases:
             if outcome is not Outcome.UNCHANGED:
                 log.info("deployer.helmrelease_synced", cluster=stored.namespace, name=stored.name, outcome=outcome)
             observed = release_status(chart, status)
-            if observed is not None:
-                await self.statuses.put_if_changed(key, observed)
+            # Compared with the cached status, written on its revision (CAS: a stale cache retries),
+            # so a reconcile that changes nothing reads nothing from NATS.
+            if observed is not None and observed != self.caches.helm_release_statuses.get(key):
+                await self.statuses.put(key, observed, self.caches.helm_release_statuses.revision(key))
             kept.add(key)
         return kept
 

@@ -64,7 +64,6 @@ Resolved = tuple[list[tuple[Feed, Manifest]], list[HelmChart]]
 class Placed:
     """What one bound cluster has after a reconcile."""
 
-    base: Base
     descriptions: list[Description]
     release: Release
 
@@ -86,10 +85,15 @@ class Deployer:
         self.descriptions: ObjectStore[Description] = ObjectStore(ctx.js, KindInfo.of(Description))
         self.statuses = StatusStore(ctx.js, SUBSCRIPTION_STATUS_BUCKET, SubscriptionStatus)
         self.helm_releases = HelmReleases(ctx, caches)
+        self._deployed: dict[str, tuple[int, int]] = {}
+        """By Subscription key: digests of what its Bases and Descriptions were last derived
+        from (`_inputs`) and of them as written (`_derived`), when none was blocked."""
 
     async def reconcile(self, key: str) -> None:
         with structlog.contextvars.bound_contextvars(subscription=key):
             sub = self.caches.subscriptions.get(key)
+            if sub is None or is_deleting(sub):
+                self._deployed.pop(key, None)
             if sub is None:
                 # Its Bases and Descriptions are orphans now, collected by the sweep.
                 if await self.statuses.get(key) is not None:
@@ -115,18 +119,56 @@ class Deployer:
             if (cluster := self.caches.cluster(entry)) is not None
         ]
         # What every cluster shares is read once: the feeds (and their finalizers put on), the
-        # overrides, the Descriptions there are now by cluster namespace.
+        # Descriptions there are now by cluster namespace.
         resolved = await self._resolve(sub.spec.feeds)
         renderings = resolved if isinstance(resolved, Feed) else Renderings(*resolved)
-        globalizations = self.caches.globalizations.values()
-        localizations: dict[str, list[Localization]] = defaultdict(list)
-        for localization in self.caches.localizations.values():
-            localizations[localization.namespace].append(localization)
         existing: dict[str, list[Description]] = defaultdict(list)
         for description in self.caches.descriptions_of(uid):
             existing[description.namespace].append(description)
 
-        # Every cluster's Base, then every cluster's Descriptions, each kind's writes in flight together.
+        inputs = None if isinstance(resolved, Feed) else self._inputs(sub, placements, resolved)
+        last = self._deployed.get(object_key(sub.namespace, sub.name))
+        if inputs is not None and last == (inputs, self._derived(uid)):
+            # Nothing it is derived from changed since it was written and cached (a status came,
+            # or the echo of its own writes): no rendering, no comparing, O(1) per cluster.
+            has = [existing.get(cluster.namespace, []) for _, cluster in placements]
+        else:
+            has = await self._converge(sub, binding, placements, renderings, existing, inputs)
+        placed = [
+            Placed(descs, await self._release(sub, cluster, descs))
+            for (_, cluster), descs in zip(placements, has, strict=True)
+        ]
+
+        async def sync_helm(descriptions: list[Description]) -> set[str]:
+            helm_kept: set[str] = set()
+            for desc in descriptions:
+                if desc.spec.deployer is DeployerType.HELM:
+                    status = self.caches.description_statuses.get(self.descriptions.key_of(desc))
+                    helm_kept |= await self.helm_releases.sync(desc, status)
+            return helm_kept
+
+        helm_kept = await concurrently(
+            self.parallelism, [functools.partial(sync_helm, p.descriptions) for p in placed]
+        )
+        await self.helm_releases.delete_stale(uid, set().union(*helm_kept))
+        await self._sync_status(sub, [p.release for p in placed])
+
+    async def _converge(
+        self,
+        sub: Subscription,
+        binding: SubscriptionBinding,
+        placements: Sequence[tuple[int, ManagedCluster]],
+        renderings: Renderings | Feed,
+        existing: dict[str, list[Description]],
+        inputs: int | None,
+    ) -> list[list[Description]]:
+        """Writes what differs: every cluster's Base, then every cluster's Descriptions, each
+        kind's writes in flight together; deletes what is no longer bound or rendered. Returns
+        each cluster's Descriptions, and remembers what it was derived from (`_inputs`)."""
+        globalizations = self.caches.globalizations.values()
+        localizations: dict[str, list[Localization]] = defaultdict(list)
+        for localization in self.caches.localizations.values():
+            localizations[localization.namespace].append(localization)
         bases = await self._sync_bases(sub, [cluster for _, cluster in placements])
         rendered: list[list[Description] | None] = []
         for (index, cluster), base in zip(placements, bases, strict=True):
@@ -141,28 +183,42 @@ class Deployer:
             rendered.append(await self._render(base, target, renderings))
         desired = [(base, desc) for base, descs in zip(bases, rendered, strict=True) for desc in descs or ()]
         synced = iter(await self._sync_descriptions(desired))
-        placed: list[Placed] = []
-        for (_, cluster), base, descs in zip(placements, bases, rendered, strict=True):
-            # A blocked rendering (a missing feed, a failed override) keeps what the cluster has.
-            has = existing.get(cluster.namespace, []) if descs is None else [next(synced) for _ in descs]
-            placed.append(Placed(base, has, await self._release(sub, cluster, has)))
+        # A blocked rendering (a missing feed, a failed override) keeps what the cluster has.
+        has = [
+            existing.get(cluster.namespace, []) if descs is None else [next(synced) for _ in descs]
+            for (_, cluster), descs in zip(placements, rendered, strict=True)
+        ]
+        await self._delete_unbound_bases(sub, {self.bases.key_of(base) for base in bases})
+        await self._delete_stale_descriptions(sub, {self.descriptions.key_of(d) for descs in has for d in descs})
+        key = object_key(sub.namespace, sub.name)
+        if inputs is None or any(descs is None for descs in rendered):
+            self._deployed.pop(key, None)
+        else:
+            self._deployed[key] = (inputs, _revisions_of([*bases, *(d for descs in has for d in descs)]))
+        return has
 
-        async def sync_helm(descriptions: list[Description]) -> set[str]:
-            helm_kept: set[str] = set()
-            for desc in descriptions:
-                if desc.spec.deployer is DeployerType.HELM:
-                    status = self.caches.description_statuses.get(self.descriptions.key_of(desc))
-                    helm_kept |= await self.helm_releases.sync(desc, status)
-            return helm_kept
-
-        helm_kept = await concurrently(
-            self.parallelism, [functools.partial(sync_helm, p.descriptions) for p in placed]
+    def _inputs(
+        self, sub: Subscription, placements: Sequence[tuple[int, ManagedCluster]], resolved: Resolved
+    ) -> int:
+        """A digest of the revisions of everything a Subscription's Bases and Descriptions are
+        derived from: it, its binding, its feeds, the overrides, its clusters."""
+        manifests, charts = resolved
+        return hash(
+            (
+                sub.metadata.uid,
+                sub.metadata.resource_version,
+                self.caches.bindings.revision(object_key(sub.namespace, sub.name)),
+                tuple(manifest.metadata.resource_version for _, manifest in manifests),
+                tuple(chart.metadata.resource_version for chart in charts),
+                tuple((g.name, g.metadata.resource_version) for g in self.caches.globalizations.values()),
+                tuple((o.namespace, o.name, o.metadata.resource_version) for o in self.caches.localizations.values()),
+                tuple((index, cluster.namespace, cluster.metadata.resource_version) for index, cluster in placements),
+            )
         )
-        await self._delete_unbound_bases(sub, {self.bases.key_of(p.base) for p in placed})
-        await self.helm_releases.delete_stale(uid, set().union(*helm_kept))
-        kept = {self.descriptions.key_of(desc) for p in placed for desc in p.descriptions}
-        await self._delete_stale_descriptions(sub, kept)
-        await self._sync_status(sub, [p.release for p in placed])
+
+    def _derived(self, uid: str) -> int:
+        """A digest of the Bases and Descriptions of a Subscription as cached now."""
+        return _revisions_of([*self.caches.bases_of(uid), *self.caches.descriptions_of(uid)])
 
     async def _check_replicas(self, sub: Subscription, binding: SubscriptionBinding) -> None:
         short = short_replicas(binding)
@@ -305,3 +361,7 @@ class Deployer:
         if releases and done == len(releases) and (current is None or current.value.completed_releases != done):
             message = f"Subscription {sub.namespaced_name()} is deployed successfully to all {done} bound clusters"
             await self.recorder.normal(sub, SUCCESSFULLY_DEPLOYED, message)
+
+
+def _revisions_of(objects: Sequence[Base | Description]) -> int:
+    return hash(frozenset((obj.kind, obj.namespace, obj.name, obj.metadata.resource_version) for obj in objects))
