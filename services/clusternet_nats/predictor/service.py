@@ -28,6 +28,7 @@ from clusternet_nats.api import labels as known
 from clusternet_nats.api.apps import Description, DescriptionStatus, FeedInventory, FeedOrder
 from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET
+from clusternet_nats.api.meta import Feed
 from clusternet_nats.api.predictor import (
     AccommodationReply,
     AccommodationRequest,
@@ -40,7 +41,7 @@ from clusternet_nats.api.predictor import (
     UnscheduledRequest,
 )
 from clusternet_nats.api.registry import KindInfo
-from clusternet_nats.domain.feeds import names_object
+from clusternet_nats.domain.feeds import feed_selector, object_selectors
 from clusternet_nats.domain.nodefit import Demand, RequirementError
 from clusternet_nats.predictor.fit import (
     ClusterNodes,
@@ -104,6 +105,50 @@ def finished_replicas(observed: dict[str, object] | None) -> int:
     return sum(n for key in ("succeeded", "failed") if isinstance(n := observed.get(key), int))
 
 
+@dataclass(frozen=True, slots=True)
+class Reported:
+    """One manifest's status as the predictor keeps it: what it names and what landed of it."""
+
+    api_version: str
+    kind: str
+    namespace: str | None
+    name: str
+    ready: int
+    finished: int
+
+    def names(self, feed: Feed) -> bool:
+        return feed_selector(feed) in object_selectors(self.api_version, self.kind, self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Landing:
+    """What the predictor keeps of a Description's status (not the observed statuses)."""
+
+    phase: str | None
+    manifests: tuple[Reported, ...]
+
+
+def _interned(value: str | None) -> str | None:
+    return None if value is None else sys.intern(value)
+
+
+def description_landing(_key: str, data: bytes, _revision: int) -> Landing:
+    """A stored Description status as the predictor's informer keeps it."""
+    status = DescriptionStatus.model_validate_json(data)
+    manifests = tuple(
+        Reported(
+            sys.intern(m.api_version),
+            sys.intern(m.kind),
+            _interned(m.namespace),
+            sys.intern(m.name),
+            ready_replicas(m.observed_status),
+            finished_replicas(m.observed_status),
+        )
+        for m in status.manifest_statuses or ()
+    )
+    return Landing(str(status.phase) if status.phase is not None else None, manifests)
+
+
 def counted_pods(nodes: ClusterNodes | None, descriptions: list[str]) -> int | None:
     """The pods the inventory counts in `requested` for these Descriptions; None when it does not
     count pods per Description (then only the status can say what landed)."""
@@ -150,7 +195,7 @@ class Predictor:
         self.descriptions = ctx.informer(info.bucket, description_owners, shared_as=description_owners)
         status_bucket = info.status_bucket
         assert status_bucket is not None, "Description has a status bucket"
-        self.description_statuses = ctx.records(status_bucket, DescriptionStatus)
+        self.description_statuses = ctx.informer(status_bucket, description_landing, shared_as=description_landing)
         ctx.metrics.sample("cnet_descriptions", self._phases)
         self.reservations = Reservations()
         self._descriptions_by_owner: Index[frozenset[Owner], Owner] = Index(lambda owners: owners)
@@ -181,7 +226,7 @@ class Predictor:
     def _phases(self) -> dict[tuple[str, ...], float]:
         """Descriptions by phase, for `cnet_descriptions` (the predictor follows them all already)."""
         statuses = (self.description_statuses.get(key) for key, _ in self.descriptions.items())
-        return count_by(str(s.phase) if s is not None and s.phase is not None else "None" for s in statuses)
+        return count_by(s.phase if s is not None and s.phase is not None else "None" for s in statuses)
 
     def _binding_changed(self, key: str, binding: SubscriptionBinding | None) -> None:
         self._bindings_by_uid.update(key, binding)
@@ -214,18 +259,19 @@ class Predictor:
 
         def landed(cluster: str, order: FeedOrder, assigned: int) -> int:
             descriptions = self._descriptions_by_owner.keys_for((uid, cluster))
-            observed = []
-            for desc_key in descriptions:
-                status = self.description_statuses.get(desc_key)
-                for reported in (status.manifest_statuses if status else None) or []:
-                    if names_object(order, reported):
-                        observed.append(reported.observed_status)
+            reported = [
+                manifest
+                for desc_key in descriptions
+                if (landing := self.description_statuses.get(desc_key)) is not None
+                for manifest in landing.manifests
+                if manifest.names(order)
+            ]
             counted = counted_pods(self.inventories.get(cluster_store_key(cluster)), descriptions)
             if counted is None:
-                return sum(ready_replicas(o) for o in observed)
+                return sum(m.ready for m in reported)
             taken = min(assigned, max(counted - given.get(cluster, 0), 0))
             given[cluster] = given.get(cluster, 0) + taken
-            return taken + sum(finished_replicas(o) for o in observed)
+            return taken + sum(m.finished for m in reported)
 
         return landed
 
