@@ -1,0 +1,254 @@
+"""Benchmark: a fleet registering at once, then heartbeating, against the hub side as deployed.
+
+A secured hub nats-server (auth callout, TLS leaf port: testing/securehub.py), the hub in
+registration mode, the scheduler, deployer and predictor, each its own process as deployed, and
+`--agents` agent processes started together, each hosting its share of `--clusters` simulated
+clusters that hold only a bootstrap token. Two phases:
+
+1. Registration: from the agents' start until every cluster is Ready (bootstrap token ->
+   ClusterRegistrationRequest -> approved ManagedCluster -> its own credentials -> a heartbeat
+   reporting Ready), seen on the cluster-status bucket's subjects. CPU seconds each process spent.
+2. Heartbeats: for `--window` seconds, the CPU of nats-server and of each hub-side service, and the
+   heartbeats the agents sent (their status reports to the intake, counted on the wire). Clusternet's
+   default `--report-frequency` is 180 s; a shorter one makes the load visible, and the CPU per
+   heartbeat and the CPU it implies at 180 s are printed beside it (an upper bound: every CPU
+   second of the window is taken as the heartbeats').
+
+Then the resident memory of every process (nats-server apart from the services; the agents
+added up), and, in the same run, the raw reference: nats-py `publish_async` into a JetStream
+stream on the same server, with the load average. `--json PATH` appends the figures in the
+scale report's format (testing/benchresult.py).
+
+    .venv/bin/python bench/fleet.py --clusters 1000 --agents 4 --report-frequency 30 --window 30
+    .venv/bin/python bench/fleet.py --clusters 10000 --agents 8 --report-frequency 60 --window 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import signal
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import nats
+import psutil
+from clusternet_nats.api.clusters import ManagedClusterStatus
+from clusternet_nats.api.intake import BUCKET_HEADER, PUT
+from clusternet_nats.api.registry import by_kind
+from clusternet_nats.api.subjects import HEARTBEAT, INTAKE
+from clusternet_nats.domain.readiness import is_ready
+from clusternet_nats.hub.registration import jwt
+from clusternet_nats.hub.registration.records import ensure_registration_buckets, new_token, token_store
+from clusternet_nats.store import ensure_buckets
+from clusternet_nats.testing import benchresult
+from clusternet_nats.testing.natsserver import free_port
+from clusternet_nats.testing.reference import load_average, publish_async_rate
+from clusternet_nats.testing.securehub import SecureHub
+from clusternet_nats.testing.system import ServiceProcess, wait_ready
+from nats.aio.msg import Msg
+
+HUB_SIDE = ("hub", "scheduler", "deployer", "predictor")
+CLUSTER_STATUS_BUCKET = by_kind("ManagedCluster").status_bucket
+DEFAULT_REPORT_FREQUENCY = 180.0
+"""Clusternet's --cluster-status-update-frequency."""
+
+
+def service(name: str, directory: Path, args: list[str], module: str | None = None) -> ServiceProcess:
+    return ServiceProcess(
+        name=name,
+        module=f"clusternet_nats.{module or name}",
+        args=[*args, "--log-level", "warning"],
+        log_path=directory / f"{name}.log",
+        health_port=free_port(),
+    )
+
+
+def raise_open_files(needed: int) -> None:
+    """Lift the soft limit on open files towards the hard one: nats-server (started from here)
+    holds a socket per cluster."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < needed:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard == resource.RLIM_INFINITY else max(soft, hard), hard))
+
+
+class Watch:
+    """Clusters seen Ready on the status bucket, and their reports, as they happen: a report is a
+    status write through the intake when the status changed, else a heartbeat on core NATS."""
+
+    def __init__(self) -> None:
+        self.ready: set[str] = set()
+        self.heartbeats = 0
+        self.status_writes = 0
+        self.all_ready = asyncio.Event()
+        self.expected = 0
+
+    async def status_written(self, msg: Msg) -> None:
+        key = msg.subject.split(".", 2)[2]
+        if key not in self.ready and msg.data and is_ready(ManagedClusterStatus.model_validate_json(msg.data)):
+            self.ready.add(key)
+            if len(self.ready) >= self.expected:
+                self.all_ready.set()
+
+    async def intake_put(self, msg: Msg) -> None:
+        if (msg.headers or {}).get(BUCKET_HEADER) == CLUSTER_STATUS_BUCKET:
+            self.status_writes += 1
+
+    async def heartbeat(self, msg: Msg) -> None:
+        self.heartbeats += 1
+
+
+def cpu_seconds(processes: dict[str, psutil.Process]) -> dict[str, float]:
+    out = {}
+    for name, proc in processes.items():
+        times = proc.cpu_times()
+        out[name] = times.user + times.system
+    return out
+
+
+def rss_mib(processes: list[psutil.Process]) -> float:
+    return round(float(sum(p.memory_info().rss for p in processes)) / 2**20, 1)
+
+
+async def main(args: argparse.Namespace) -> int:
+    clusters, agents = args.clusters, max(1, min(args.agents, args.clusters))
+    # SIGTERM (a timeout, Ctrl-C's sibling) cancels the run, so every process it started is stopped.
+    main_task = asyncio.current_task()
+    assert main_task is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main_task.cancel)
+    raise_open_files(clusters + 1000)
+    with tempfile.TemporaryDirectory(prefix="cnet-bench-") as tmp:
+        directory = Path(tmp)
+        seed = jwt.new_account_seed()
+        secure = SecureHub(directory, seed, jwt.public_key(seed))
+        secure.server.start()
+        nc = await nats.connect(secure.url("hub"))
+        js = nc.jetstream()
+        processes: list[ServiceProcess] = []
+        try:
+            await ensure_buckets(js)
+            await ensure_registration_buckets(js)
+            token, record = new_token(timedelta(hours=1))
+            await token_store(js).put(record.token_id, record, 0)
+            common = ["--nats-url", secure.url("hub"), "--jetstream-domain", "hub"]
+            os.environ["XDG_STATE_HOME"] = str(directory)  # where the hub keeps the CA it generates
+            hub_args = ["--listen", f"127.0.0.1:{free_port()}", "--issuer-seed", seed]
+            hub_args += ["--callout-url", secure.url("callout"), "--system-url", secure.url("sys")]
+            processes = [service("hub", directory, [*common, *hub_args])]
+            processes += [service(name, directory, common) for name in HUB_SIDE[1:]]
+            for proc in processes:
+                proc.start()
+            await asyncio.to_thread(wait_ready, processes, 120)
+
+            watch = Watch()
+            watch.expected = clusters
+            await nc.subscribe(f"$KV.{CLUSTER_STATUS_BUCKET}.>", cb=watch.status_written)
+            await nc.subscribe(INTAKE.format(namespace="*", verb=PUT), cb=watch.intake_put)
+            await nc.subscribe(HEARTBEAT.format(namespace="*", cluster_id="*"), cb=watch.heartbeat)
+            shares = [clusters // agents + (1 if i < clusters % agents else 0) for i in range(agents)]
+            fleet = [
+                service(
+                    f"agent-{i}",
+                    directory,
+                    [
+                        *common,
+                        *("--cluster-name", f"fleet{i}", "--sim-clusters", str(share)),
+                        *("--bootstrap-token", token, "--state-dir", str(directory / f"state-{i}")),
+                        *("--cluster-status-update-frequency", str(args.report_frequency)),
+                    ],
+                    module="agent",
+                )
+                for i, share in enumerate(shares)
+            ]
+            processes += fleet
+            hub_side = {"nats-server": psutil.Process(secure.server.proc.pid)}  # type: ignore[union-attr]
+            hub_side |= {p.name: psutil.Process(p.proc.pid) for p in processes if p.name in HUB_SIDE and p.proc}
+            cpu0 = cpu_seconds(hub_side)
+            started = time.monotonic()
+            for agent in fleet:
+                agent.start()
+            agent_procs = [psutil.Process(a.proc.pid) for a in fleet if a.proc]
+            while not watch.all_ready.is_set():
+                if time.monotonic() - started > args.timeout or not all(a.running for a in fleet):
+                    tails = "\n".join(f"--- {a.name}\n{a.log_tail()}" for a in fleet)
+                    print(f"FAILED: {len(watch.ready)} of {clusters} clusters Ready\n{tails}")
+                    return 1
+                await asyncio.sleep(0.1)
+            registration = time.monotonic() - started
+            spent = {n: round(c - cpu0[n], 1) for n, c in cpu_seconds(hub_side).items()}
+            agent_cpu = round(sum(p.cpu_times().user + p.cpu_times().system for p in agent_procs), 1)
+            print(f"{clusters} clusters in {agents} agent processes: all Ready {registration:.1f} s after start")
+            print(f"  {clusters / registration:.0f} clusters/s", flush=True)
+            print(f"  CPU seconds: {spent} agents {agent_cpu}")
+
+            for proc in hub_side.values():
+                proc.cpu_percent(None)
+            beats0, writes0, t0 = watch.heartbeats, watch.status_writes, time.monotonic()
+            await asyncio.sleep(args.window)
+            elapsed = time.monotonic() - t0
+            cpu = {name: round(proc.cpu_percent(None), 1) for name, proc in hub_side.items()}
+            writes = (watch.status_writes - writes0) / elapsed
+            rate = (watch.heartbeats - beats0) / elapsed + writes
+            total = sum(cpu.values())
+            scale = args.report_frequency / DEFAULT_REPORT_FREQUENCY
+            expected = clusters / args.report_frequency
+            print(f"reports: {rate:.1f}/s (expected {expected:.1f}/s), of which status writes {writes:.1f}/s")
+            print(f"hub-side CPU: {total:.1f}% of one core (" + ", ".join(f"{n} {c}%" for n, c in cpu.items()) + ")")
+            per_beat = {n: round(c / 100 / rate * 1000, 3) for n, c in cpu.items()} if rate else {}
+            at_default = {n: round(c * scale, 2) for n, c in cpu.items()}
+            if rate:
+                print(f"  CPU per heartbeat: {total / 100 / rate * 1000:.3f} ms ({per_beat})")
+            print(f"  implied at {DEFAULT_REPORT_FREQUENCY:.0f} s: {total * scale:.1f}% of one core ({at_default})")
+
+            rss = {name: rss_mib([proc]) for name, proc in hub_side.items()}
+            rss["agents"] = rss_mib(agent_procs)
+            print(f"RSS MiB: {rss} ({rss['agents'] / clusters * 1024:.0f} KiB per cluster in the agents)")
+            reference = await publish_async_rate(secure.url("hub"))
+            print(f"reference: nats-py publish_async {reference:.0f} msgs/s on the same server")
+            print(f"load average: {load_average()}")
+            if args.json:
+                benchresult.write(
+                    args.json,
+                    bench="fleet",
+                    clusters=clusters,
+                    figures={
+                        "registration_s": round(registration, 2),
+                        "registration_cpu_s": spent,
+                        "heartbeats_per_s": round(rate, 2),
+                        "status_writes_per_s": round(writes, 2),
+                        "hub_cpu_percent": cpu,
+                        "hub_cpu_percent_at_180s": at_default,
+                        "cpu_ms_per_heartbeat": per_beat,
+                        "report_frequency_s": args.report_frequency,
+                        "rss_mib": rss,
+                        "agent_processes": float(agents),
+                    },
+                    reference=reference,
+                    notes={
+                        "hub_cpu_percent_at_180s": "hub_cpu_percent scaled by report_frequency_s/180: an upper"
+                        " bound, every CPU second of the window taken as the heartbeats'",
+                        "heartbeats_per_s": "reports sent (heartbeats plus status writes), counted on the wire",
+                    },
+                )
+        finally:
+            for proc in reversed(processes):
+                await asyncio.to_thread(proc.stop)
+            await nc.close()
+            secure.server.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clusters", type=int, default=1000)
+    parser.add_argument("--agents", type=int, default=4, help="agent processes sharing the clusters")
+    parser.add_argument("--report-frequency", type=float, default=DEFAULT_REPORT_FREQUENCY, help="heartbeat seconds")
+    parser.add_argument("--window", type=float, default=60.0, help="seconds of heartbeats measured")
+    parser.add_argument("--timeout", type=float, default=600.0, help="give up registration after this")
+    parser.add_argument("--json", type=Path, help="append the figures here (testing/benchresult.py)")
+    sys.exit(asyncio.run(main(parser.parse_args())))
