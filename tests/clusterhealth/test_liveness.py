@@ -13,6 +13,8 @@ import time
 import uuid
 from pathlib import Path
 
+import structlog
+import structlog.testing
 from clusternet_nats.agent.backends.sim import SimCluster, Sizing
 from clusternet_nats.agent.cluster_agent import ClusterAgent
 from clusternet_nats.agent.identity import single_cluster
@@ -103,7 +105,15 @@ async def test_forged_heartbeats_do_not_keep_a_dead_cluster_alive(
 
         forging = asyncio.create_task(forge())
         try:
-            await victim_watch.goes_unknown_and_tainted()
+            with structlog.testing.capture_logs() as logs:
+                await victim_watch.goes_unknown_and_tainted()
+            reasons = {e["reason"] for e in logs if e["event"] == "clusterhealth.heartbeat_refused"}
+            assert reasons >= {
+                "clusterId is not the subject's",
+                f"ManagedCluster {victim_watch.key} has another spec.clusterId",
+                "invalid: clusterId: Input should be a valid string",
+                "over 1024 bytes",
+            }, reasons
             # The hub survived all of it: a real cluster still comes up.
             async with running_service("agents", Agent(forger).build, private_nats.url):
                 await eventually(lambda: forger_watch.ready_is(ConditionStatus.TRUE), 10, what="forger's own Ready")

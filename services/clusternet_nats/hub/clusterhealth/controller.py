@@ -36,6 +36,7 @@ from clusternet_nats.api.subjects import HEARTBEAT
 from clusternet_nats.domain.readiness import ready_of, unknown
 from clusternet_nats.hub.clusterhealth.deadlines import Deadlines
 from clusternet_nats.runtime.metrics import count_by
+from clusternet_nats.runtime.ratelimit import RateLimiter
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import ObjectStore, StatusStore, object_key
 from nats.aio.msg import Msg
@@ -45,6 +46,7 @@ NOT_READY_THRESHOLD = 3
 """Missed heartbeats before a cluster is Unknown (Clusternet's ClusterNotReadyThreshold)."""
 DEFAULT_GRACE = timedelta(minutes=9)
 """When a cluster never said its heartbeat frequency (Clusternet's DefaultClusterMonitorGracePeriod)."""
+_REFUSALS_LOGGED_PER_MINUTE = 5
 
 log = structlog.get_logger(__name__)
 
@@ -84,6 +86,7 @@ class ClusterHealth:
         self.started = time.time()
         self.heard: dict[str, float] = {}
         """Each cluster's last heartbeat (time.time()), by its key; memory only."""
+        self._refusals = RateLimiter(rate=_REFUSALS_LOGGED_PER_MINUTE / 60, burst=_REFUSALS_LOGGED_PER_MINUTE)
         ctx.metrics.sample("cnet_clusters", self._readiness)
         self.queue = ctx.queue("cluster-health", self.reconcile)
         self.clusters.add_handler(lambda key, _obj: self.queue.add(key))
@@ -121,37 +124,42 @@ class ClusterHealth:
                 await sub.unsubscribe()
 
     async def _on_heartbeat(self, msg: Msg) -> None:
-        """Records when a cluster was heard from, if the heartbeat is its own; drops it otherwise."""
+        """Records when a cluster was heard from, if the heartbeat is its own; drops it otherwise
+        (logged at most a few times a minute per subject's cluster id, so a flood floods no log)."""
         where = HEARTBEAT.parse(msg.subject)
         if where is None:
             return
-        if len(msg.data) > MAX_HEARTBEAT_BYTES:
-            reason = f"over {MAX_HEARTBEAT_BYTES} bytes"
-            log.warning("clusterhealth.heartbeat_refused", subject=msg.subject, reason=reason)
+        checked = self._check(where, msg.data)
+        if isinstance(checked, str):
+            if self._refusals.allow(where["cluster_id"]):
+                log.warning("clusterhealth.heartbeat_refused", subject=msg.subject, reason=checked)
             return
-        try:
-            beat = ClusterHeartbeat.model_validate_json(msg.data)
-        except ValidationError as err:
-            first = err.errors()[0]
-            field = ".".join(str(part) for part in first["loc"]) or "(root)"
-            log.warning("clusterhealth.heartbeat_invalid", subject=msg.subject, field=field, error=first["msg"])
-            return
-        cluster_id = where["cluster_id"]
-        if beat.cluster_id != cluster_id:
-            log.warning("clusterhealth.heartbeat_refused", subject=msg.subject, reason="clusterId is not the subject's")
-            return
-        key = object_key(where["namespace"], beat.name)
-        cluster = self.clusters.get(key)
-        if cluster is None or cluster.spec.cluster_id != cluster_id:
-            reason = "no such ManagedCluster" if cluster is None else "spec.clusterId is another cluster's"
-            log.warning("clusterhealth.heartbeat_refused", subject=msg.subject, cluster=key, reason=reason)
-            return
+        key, beat = checked
         self.heard[sys.intern(key)] = time.time()
         held = self.statuses.revision(key)
         stale = held == 0 or held > beat.status_revision
         owned = self.partitions is None or self.partitions.owns(key)
-        if stale and owned and msg.reply == answer_subject(cluster_id):
+        if stale and owned and msg.reply == answer_subject(beat.cluster_id):
             await self.nc.publish(msg.reply, HeartbeatAnswer(status_revision=held).to_json())
+
+    def _check(self, where: dict[str, str], data: bytes) -> tuple[str, ClusterHeartbeat] | str:
+        """(cluster key, heartbeat) when it is the subject's cluster's own; else why not."""
+        if len(data) > MAX_HEARTBEAT_BYTES:
+            return f"over {MAX_HEARTBEAT_BYTES} bytes"
+        try:
+            beat = ClusterHeartbeat.model_validate_json(data)
+        except ValidationError as err:
+            first = err.errors()[0]
+            return f"invalid: {'.'.join(str(part) for part in first['loc']) or '(root)'}: {first['msg']}"
+        if beat.cluster_id != where["cluster_id"]:
+            return "clusterId is not the subject's"
+        key = object_key(where["namespace"], beat.name)
+        cluster = self.clusters.get(key)
+        if cluster is None:
+            return f"no ManagedCluster {key}"
+        if cluster.spec.cluster_id != beat.cluster_id:
+            return f"ManagedCluster {key} has another spec.clusterId"
+        return key, beat
 
     async def reconcile(self, key: str) -> None:
         cluster = self.clusters.get(key)
