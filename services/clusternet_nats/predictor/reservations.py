@@ -28,7 +28,7 @@ do not change.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
 from clusternet_nats.api.apps import FeedInventory, FeedOrder
@@ -55,11 +55,20 @@ inventory already counts (or, without per-Description counts, its status reports
 
 
 def pending_replicas(
-    subscription: str, binding: SubscriptionBinding | None, finv: FeedInventory | None, landed: Landed
+    subscription: str,
+    binding: SubscriptionBinding | None,
+    finv: FeedInventory | None,
+    landed: Landed,
+    clusters: Collection[str] | None = None,
 ) -> list[Pending]:
-    """Per bound cluster and feed with replicas, those assigned and not landed yet."""
+    """Per bound cluster (of `clusters` only, when given) and feed with replicas, those assigned
+    and not landed yet."""
     if binding is None or finv is None:
         return []
+    if clusters is None:
+        bound = list(enumerate(binding.binding_clusters))
+    else:  # a change on these clusters: their positions only, not every bound cluster's count
+        bound = [(i, cluster) for cluster in clusters if (i := _position(binding.binding_clusters, cluster)) >= 0]
     out = []
     for order in finv.spec.feeds:
         if order.desired_replicas is None:
@@ -70,11 +79,19 @@ def pending_replicas(
             demand = Demand.of(order.replica_requirements) if order.replica_requirements else Demand()
         except RequirementError:
             demand = None
-        for cluster, assigned in zip(binding.binding_clusters, shares, strict=False):
+        for i, cluster in bound:
+            assigned = shares[i] if i < len(shares) else 0
             missing = assigned - landed(cluster, order, assigned) if assigned else 0
             if missing > 0:
                 out.append(Pending(subscription, key, cluster, missing, demand))
     return out
+
+
+def _position(clusters: list[str], cluster: str) -> int:
+    try:
+        return clusters.index(cluster)
+    except ValueError:
+        return -1
 
 
 class Reservations:
@@ -83,9 +100,11 @@ class Reservations:
         self._clusters_of: dict[str, set[str]] = {}
         self._generation: dict[str, int] = {}
 
-    def replace(self, subscription: str, pending: list[Pending]) -> None:
-        """Sets what `subscription` reserves; bumps the generation of every cluster it touched."""
-        touched = self._clusters_of.pop(subscription, set())
+    def replace(self, subscription: str, pending: list[Pending], clusters: Collection[str] | None = None) -> None:
+        """Sets what `subscription` reserves (on `clusters` only, when given: the others keep
+        theirs); bumps the generation of every cluster it touched."""
+        held = self._clusters_of.pop(subscription, set())
+        touched = held if clusters is None else held & set(clusters)
         for cluster in touched:
             entries = self._by_cluster.get(cluster, {})
             for key in [k for k in entries if k[0] == subscription]:
@@ -95,8 +114,8 @@ class Reservations:
         now = {p.cluster for p in pending}
         for p in pending:
             self._by_cluster.setdefault(p.cluster, {})[(subscription, p.feed)] = p
-        if now:
-            self._clusters_of[subscription] = now
+        if kept := (held - touched) | now:
+            self._clusters_of[subscription] = kept
         for cluster in touched | now:
             self._generation[cluster] = self._generation.get(cluster, 0) + 1
 

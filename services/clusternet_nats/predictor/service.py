@@ -20,7 +20,7 @@ filling; the queue group lets any number of replicas share the requests.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -221,7 +221,7 @@ class Predictor:
         if inventory is None:
             self._rooms.pop(cluster, None)
         for sub_key in self._bindings_by_cluster.keys_for(cluster):
-            self._reserve(sub_key)
+            self._reserve(sub_key, cluster)
 
     def _phases(self) -> dict[tuple[str, ...], float]:
         """Descriptions by phase, for `cnet_descriptions` (the predictor follows them all already)."""
@@ -234,22 +234,27 @@ class Predictor:
         self._reserve(key)
 
     def _description_changed(self, key: str, owners: frozenset[Owner] | None) -> None:
-        for uid, _cluster in self._descriptions_by_owner.update(key, owners):
-            for sub_key in self._bindings_by_uid.keys_for(uid):
-                self._reserve(sub_key)
+        self._owners_changed(self._descriptions_by_owner.update(key, owners))
 
     def _description_status_changed(self, key: str) -> None:
-        for uid, _cluster in self._descriptions_by_owner.values_of(key):
-            for sub_key in self._bindings_by_uid.keys_for(uid):
-                self._reserve(sub_key)
+        self._owners_changed(self._descriptions_by_owner.values_of(key))
 
-    def _reserve(self, sub_key: str) -> None:
+    def _owners_changed(self, owners: Iterable[Owner]) -> None:
+        """A Description of these owners changed: their Subscriptions re-reckon that cluster only."""
+        for uid, cluster in owners:
+            for sub_key in self._bindings_by_uid.keys_for(uid):
+                self._reserve(sub_key, cluster)
+
+    def _reserve(self, sub_key: str, cluster: str | None = None) -> None:
+        """Re-reckons what the Subscription reserves: on one cluster when only that cluster's
+        inventory or Descriptions changed (a rollout over N clusters costs N, not N squared)."""
         binding = self.bindings.get(sub_key)
         namespace, name = split_key(sub_key, True)
         subscription = f"{namespace}/{name}"
         landed = self._landed(binding.subscription_uid if binding else "")
-        pending = pending_replicas(subscription, binding, self.feed_inventories.get(sub_key), landed)
-        self.reservations.replace(subscription, pending)
+        clusters = None if cluster is None else (cluster,)
+        pending = pending_replicas(subscription, binding, self.feed_inventories.get(sub_key), landed, clusters)
+        self.reservations.replace(subscription, pending, clusters)
 
     def _landed(self, uid: str) -> Landed:
         """Landed replicas of one Subscription's feeds (reservations.py): what each cluster's node
