@@ -356,6 +356,10 @@ GLOBAL_UPDATED = Series(GLOBAL_BENCHES, "descriptions_updated", globalization_ph
 GLOBAL_RATE = Series(GLOBAL_BENCHES, "descriptions_per_s", globalization_phase)
 REGISTRATION = Series(FLEET, "registration_s")
 HEARTBEAT_CPU = Series(FLEET, "hub_cpu_percent")
+MEMORY_TITLES = {
+    "rollout": "after the Replication rollout (every cluster has its Base and Description)",
+    "fleet": "with every cluster registered and heartbeating",
+}
 MEMORY = {
     "rollout": Series(ROLLOUT["Replication"], "rss_mib", strategy("Replication")),
     "fleet": Series(FLEET, "rss_mib"),
@@ -659,12 +663,10 @@ class Report:
 
     def memory_section(self, memory: dict[str, list[Point]]) -> list[str]:
         lines = ["### Memory (resident set size, MiB)", ""]
-        titles = {"rollout": "after the Replication rollout (every cluster has its Base and Description)",
-                  "fleet": "with every cluster registered and heartbeating"}
         for source, points in memory.items():
             if not points:
                 continue
-            lines += [f"#### {titles[source]}", ""]
+            lines += [f"#### {MEMORY_TITLES[source]}", ""]
             rows = []
             for p in points:
                 if not isinstance(p.value, dict):
@@ -734,12 +736,13 @@ def plots(outcome: Outcome, docs: Path) -> list[Path]:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
 
-    sizes = outcome.sizes or list(DEFAULT_CLUSTERS)
+    sizes = sorted({*outcome.sizes, *DEFAULT_CLUSTERS})  # the targets sit at 1,000 and 10,000
     written = []
 
-    def figure(name: str, ylabel: str, draw: Callable[[Axes], None], log_y: bool = False) -> None:
+    def figure(name: str, ylabel: str, draw: Callable[[Axes], None], log_y: bool = False, title: str = "") -> None:
         fig, ax = plt.subplots(figsize=(8, 5))
         draw(ax)
+        ax.set_title(title, fontsize="medium")
         ax.set_xscale("log")
         if log_y:
             ax.set_yscale("log")
@@ -803,10 +806,13 @@ def plots(outcome: Outcome, docs: Path) -> list[Path]:
                  lambda p: (hb.services_bound if (hb := cpu_at_default(p)) else None), linestyle=":")
         target(ax, 20, "target: services < 20 % at 10,000 clusters", "darkred", 10000)
 
+    source = "rollout"
+    points = MEMORY[source].points(outcome, mapping)
+    if not any(isinstance(p.value, dict) for p in points):
+        source = "fleet"
+        points = MEMORY[source].points(outcome, mapping)
+
     def memory_plot(ax: Axes) -> None:
-        points = MEMORY["rollout"].points(outcome, mapping)
-        if not any(isinstance(p.value, dict) for p in points):
-            points = MEMORY["fleet"].points(outcome, mapping)
 
         def process(name: str) -> Callable[[Point], float | None]:
             return lambda p: p.value.get(name) if isinstance(p.value, dict) else None
@@ -824,10 +830,11 @@ def plots(outcome: Outcome, docs: Path) -> list[Path]:
             ax.plot(xs, [fitted[1] + 50 / 1024 * x for x in xs], linestyle="--", color="darkred",
                     label=f"target: services' {fitted[1]:.0f} MiB baseline + 50 KiB per cluster")
 
-    figure("time", "seconds", time_plot, log_y=True)
-    figure("throughput", "Descriptions per second", throughput_plot, log_y=True)
-    figure("cpu", "% of one core at the 3-minute status frequency", cpu_plot)
-    figure("memory", "resident MiB (after the Replication rollout)", memory_plot)
+    figure("time", "seconds", time_plot, log_y=True, title="Registration, rollout and update times")
+    figure("throughput", "Descriptions per second", throughput_plot, log_y=True,
+           title="Descriptions written per second, beside the raw bus rate")
+    figure("cpu", "% of one core", cpu_plot, title="Heartbeat CPU of the hub side at the 3-minute status frequency")
+    figure("memory", "resident MiB", memory_plot, title=f"Memory {MEMORY_TITLES[source]}")
     return written
 
 
