@@ -52,7 +52,7 @@ schemas: $(STAMP)
 	$(BIN)/python -m clusternet_nats.api.crds deploy/k8s/crds
 
 bench: $(STAMP)
-	$(BIN)/python bench/replication_rollout.py
+	$(BIN)/python bench/rollout.py
 
 # docs/scale.md and docs/scale-*.png from the benches at 100 to 10,000 clusters (about an hour on
 # 2 cores; raw results kept in docs/scale-results). SCALE_ARGS=--report-only redraws from those.

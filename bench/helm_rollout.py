@@ -42,7 +42,7 @@ from clusternet_nats.testing.system import System
 from clusternet_nats.testing.tools import ensure_tools
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
-from replication_rollout import MANIFESTS as REPLICATION_MANIFESTS
+from rollout import MANIFESTS as REPLICATION_MANIFESTS
 
 SUBSCRIPTION = "/apis/apps.clusternet.io/v1alpha1/namespaces/default/subscriptions/bench-helm"
 
@@ -56,7 +56,7 @@ CHART_FEED = {"apiVersion": "apps.clusternet.io/v1alpha1", "kind": "HelmChart", 
 
 
 def manifests(repo: str) -> str:
-    """replication_rollout's Namespace, Deployment and Service, and its Subscription renamed and
+    """rollout's Namespace, Deployment and Service, and its Subscription renamed and
     given the HelmChart as a fourth feed."""
     docs = list(yaml.safe_load_all(REPLICATION_MANIFESTS))
     for doc in docs:

@@ -1,4 +1,4 @@
-"""Benchmark: the Replication rollout of bench/replication_rollout.py to N simulated clusters, with
+"""Benchmark: the Replication rollout of bench/rollout.py to N simulated clusters, with
 one and with three replicas of each hub-side service (hub, scheduler, deployer, predictor), on
 one NATS server and on a 3-server JetStream cluster (R3), printed side by side in one run.
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from clusternet_nats.testing.reference import load_average, publish_async_rate
 from clusternet_nats.testing.system import System
-from replication_rollout import MANIFESTS, rollout
+from rollout import MANIFESTS, rollout
 
 
 @dataclass

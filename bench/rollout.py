@@ -1,0 +1,319 @@
+"""Benchmark: one Subscription (Replication, or Dividing its Deployment's replicas over every
+cluster by static weight) to N simulated clusters, then a Globalization that changes every
+cluster's Description.
+
+Prints the time from `cnet apply` to every Description being Success (and the Subscription
+showing completedReleases == N), the rate Bases and Descriptions were written at (from the
+server timestamps of their messages on the KV streams), the resident memory of the hub side
+(nats-server, hub, scheduler, deployer, predictor) and of the agent process hosting the simulated
+clusters; then the time from `cnet apply` of a Globalization (ApplyNow, every cluster) to every
+Description rewritten, and their rate.
+
+    .venv/bin/python bench/rollout.py --clusters 1000
+    .venv/bin/python bench/rollout.py --clusters 1000 --strategy Dividing --json results/rollout.jsonl
+    .venv/bin/python bench/rollout.py --clusters 1000 --nats-cluster 3
+
+`--nats-cluster 3` runs NATS as a 3-server JetStream cluster with R3 buckets. Beside the figures
+it prints a raw reference measured in the same run on the same NATS: nats-py `publish_async`
+into a stream with the buckets' replicas (testing/reference.py, as every bench), and the load
+average, since the machine is shared. `--json PATH` appends the figures (testing/benchresult.py):
+one record for the rollout, one for the Globalization update.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nats
+import psutil
+from clusternet_nats.api.apps import Base, Description
+from clusternet_nats.api.registry import KindInfo
+from clusternet_nats.store.keys import kv_stream, kv_subject_prefix
+from clusternet_nats.testing import benchresult
+from clusternet_nats.testing.natsserver import NatsCluster
+from clusternet_nats.testing.reference import load_average, publish_async_rate
+from clusternet_nats.testing.system import System
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+REPO = Path(__file__).resolve().parents[1]
+SUBSCRIPTION = "/apis/apps.clusternet.io/v1alpha1/namespaces/default/subscriptions/bench-replication"
+DESCRIPTIONS = "/apis/apps.clusternet.io/v1alpha1/descriptions"
+STRATEGIES = ("Replication", "Dividing")
+REPLICAS_PER_CLUSTER = 2
+"""Dividing: the Deployment asks for this many replicas per cluster, divided by equal weights."""
+
+FEEDS = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: bench}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: bench}
+spec:
+  replicas: %(replicas)d
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: web
+          image: nginx:1.25
+          resources: {requests: {cpu: 100m, memory: 64Mi}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: bench}
+spec:
+  ports: [{port: 80}]
+  selector: {app: web}
+---
+apiVersion: apps.clusternet.io/v1alpha1
+kind: Subscription
+metadata: {name: bench-replication, namespace: default}
+spec:
+  subscribers:
+    - clusterAffinity:
+        matchExpressions:
+          - {key: clusters.clusternet.io/cluster-id, operator: Exists}
+%(weight)s%(strategy)s  feeds:
+    - {apiVersion: v1, kind: Namespace, name: bench}
+    - {apiVersion: apps/v1, kind: Deployment, name: web, namespace: bench}
+    - {apiVersion: v1, kind: Service, name: web, namespace: bench}
+"""
+
+MANIFESTS = FEEDS % {"replicas": 2, "weight": "", "strategy": ""}
+"""The Replication rollout (other benches reuse it)."""
+
+GLOBALIZATION = """
+apiVersion: apps.clusternet.io/v1alpha1
+kind: Globalization
+metadata: {name: bench-everywhere}
+spec:
+  feed: {apiVersion: apps/v1, kind: Deployment, name: web, namespace: bench}
+  overridePolicy: ApplyNow
+  overrides:
+    - {name: rollout-bench, type: MergePatch, value: '{"metadata":{"labels":{"bench":"globalized"}}}'}
+"""
+
+
+def manifests(strategy: str, clusters: int) -> str:
+    if strategy == "Replication":
+        return MANIFESTS
+    return FEEDS % {
+        "replicas": REPLICAS_PER_CLUSTER * clusters,
+        "weight": "      weight: 1\n",
+        "strategy": "  schedulingStrategy: Dividing\n  dividingScheduling: {type: Static}\n",
+    }
+
+
+def rss_mib(pid: int) -> float:
+    return float(psutil.Process(pid).memory_info().rss) / 2**20
+
+
+def cnet_apply(system: System, manifest_file: Path) -> None:
+    cnet = Path(sys.executable).parent / "cnet"
+    subprocess.run([str(cnet), "--config", str(system.cnet_config), "apply", "-f", str(manifest_file)], check=True)
+
+
+def rollout(system: System, manifest_file: Path, clusters: int, timeout: float) -> float | None:
+    """`cnet apply` of the manifests, then seconds until every Description is Success and the
+    Subscription counts `clusters` completed releases; None (and why, printed) after `timeout`."""
+    started = time.monotonic()
+    cnet_apply(system, manifest_file)
+    detail = ""
+    while True:
+        sub = system.hub_get(SUBSCRIPTION)
+        status = sub.get("status") or {}
+        done = status.get("completedReleases", 0)
+        if done >= clusters:
+            descs = system.hub_get(DESCRIPTIONS)["items"]
+            ok = sum(1 for d in descs if (d.get("status") or {}).get("phase") == "Success")
+            if ok >= clusters:
+                return time.monotonic() - started
+            detail = f"{ok} descriptions Success"
+        else:
+            detail = f"completedReleases {done}/{status.get('desiredReleases', 0)}"
+        if time.monotonic() - started > timeout:
+            print(f"TIMEOUT after {timeout}s: {detail}")
+            return None
+        time.sleep(0.1)
+
+
+async def last_sequence(url: str, kind: type[Base | Description]) -> int:
+    nc = await nats.connect(url.split(","))
+    try:
+        return int((await nc.jetstream().stream_info(kv_stream(KindInfo.of(kind).bucket))).state.last_seq)
+    finally:
+        await nc.close()
+
+
+async def written(url: str, kind: type[Base | Description], after: int) -> list[datetime.datetime]:
+    """Server timestamps of the writes of `kind` stored after stream sequence `after`, in order."""
+    nc = await nats.connect(url.split(","))
+    js = nc.jetstream()
+    stream = kv_stream(KindInfo.of(kind).bucket)
+    config = ConsumerConfig(
+        ack_policy=AckPolicy.NONE,
+        deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+        opt_start_seq=after + 1,
+        headers_only=True,
+        inactive_threshold=10.0,
+        mem_storage=True,
+    )
+    stamps: list[datetime.datetime] = []
+    try:
+        if (await js.stream_info(stream)).state.last_seq <= after:
+            return stamps
+        subjects = kv_subject_prefix(KindInfo.of(kind).bucket) + ">"
+        sub = await js.pull_subscribe(subjects, stream=stream, config=config)
+        pending = (await sub.consumer_info()).num_pending or 0
+        while pending > 0:
+            for msg in await sub.fetch(min(pending, 1024), timeout=10.0):
+                stamps.append(msg.metadata.timestamp)
+                pending = msg.metadata.num_pending or 0
+        await sub.unsubscribe()
+    finally:
+        await nc.close()
+    return stamps
+
+
+def rate(stamps: list[datetime.datetime]) -> tuple[float, float]:
+    """(writes per second from the first to the last, seconds that took)."""
+    if len(stamps) < 2:
+        return 0.0, 0.0
+    span = (stamps[-1] - stamps[0]).total_seconds()
+    return (len(stamps) / span if span > 0 else 0.0), span
+
+
+def globalization_update(
+    system: System, workdir: Path, clusters: int, timeout: float
+) -> tuple[float, int, float] | None:
+    """`cnet apply` of a Globalization changing every cluster's Deployment, then (seconds until
+    `clusters` Descriptions were rewritten, how many were, their rate); None after `timeout`."""
+    url = system.nats_url
+    before = asyncio.run(last_sequence(url, Description))
+    path = workdir / "globalization.yaml"
+    path.write_text(GLOBALIZATION)
+    started_wall = datetime.datetime.now(datetime.UTC)
+    started = time.monotonic()
+    cnet_apply(system, path)
+    while asyncio.run(last_sequence(url, Description)) - before < clusters:
+        if time.monotonic() - started > timeout:
+            print(f"TIMEOUT after {timeout}s: {asyncio.run(last_sequence(url, Description)) - before} rewritten")
+            return None
+        time.sleep(0.1)
+    stamps = asyncio.run(written(url, Description, before))
+    per_s, _ = rate(stamps)
+    return (stamps[-1] - started_wall).total_seconds(), len(stamps), per_s
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clusters", type=int, default=100)
+    parser.add_argument("--strategy", choices=STRATEGIES, default="Replication")
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--log-level", default="warning")
+    parser.add_argument("--nats-cluster", type=int, default=1, help="nats-servers in one JetStream cluster (R3)")
+    parser.add_argument("--no-globalization", action="store_true", help="skip the Globalization update phase")
+    parser.add_argument("--json", type=Path, help="append the figures here (testing/benchresult.py)")
+    args = parser.parse_args()
+
+    workdir = Path(tempfile.mkdtemp(prefix="cnet-bench-"))
+    system = System(
+        workdir,
+        sim_clusters=args.clusters,
+        labels_cycle="env=bench",
+        log_level=args.log_level,
+        nats_cluster=args.nats_cluster,
+    )
+    t0 = time.monotonic()
+    system.start(timeout=300)
+    startup = time.monotonic() - t0
+    manifest_file = workdir / "bench.yaml"
+    manifest_file.write_text(manifests(args.strategy, args.clusters))
+    try:
+        mcls = system.hub_get("/apis/clusters.clusternet.io/v1beta1/managedclusters")["items"]
+        print(f"clusters registered: {len(mcls)} (system start {startup:.1f}s)")
+        bases_before = asyncio.run(last_sequence(system.nats_url, Base))
+        descriptions_before = asyncio.run(last_sequence(system.nats_url, Description))
+        elapsed = rollout(system, manifest_file, args.clusters, args.timeout)
+        if elapsed is None:
+            return 1
+        load = load_average()
+        replicas = system.stream_replicas
+        nats_kind = f"{args.nats_cluster}-server cluster, R{replicas}" if args.nats_cluster > 1 else "1 server"
+        print(
+            f"{args.strategy}: apply -> all {args.clusters} Descriptions Success: {elapsed:.2f}s "
+            f"(NATS {nats_kind}, load {load})"
+        )
+        base_rate, base_span = rate(asyncio.run(written(system.nats_url, Base, bases_before)))
+        description_stamps = asyncio.run(written(system.nats_url, Description, descriptions_before))
+        description_rate, description_span = rate(description_stamps)
+        print(f"  Bases written: {base_rate:,.0f}/s over {base_span:.2f}s")
+        print(
+            f"  Descriptions written: {len(description_stamps)}, {description_rate:,.0f}/s over {description_span:.2f}s"
+        )
+        reference = asyncio.run(publish_async_rate(system.nats_url, int(system.stream_replicas)))
+        print(
+            f"  raw reference: nats-py publish_async {reference:,.0f} msgs/s (R{system.stream_replicas}); "
+            f"Descriptions/s over it: {description_rate / reference:.3f}"
+        )
+        hub_side = {name: rss_mib(pid) for name, pid in system.hub_side_pids().items()}
+        if isinstance(system.nats, NatsCluster):
+            hub_side.pop("nats-server", None)
+            hub_side |= {f"nats {s.server_name}": rss_mib(s.proc.pid) for s in system.nats.servers if s.proc}
+        for name, mib in sorted(hub_side.items()):
+            print(f"  rss {name:12s} {mib:7.1f} MiB")
+        print(f"hub-side memory total: {sum(hub_side.values()):.1f} MiB")
+        agent = system.services["agent"].proc
+        if agent is not None:
+            hub_side["agents"] = rss_mib(agent.pid)
+            print(f"agent process ({args.clusters} simulated clusters): {hub_side['agents']:.1f} MiB")
+        if args.json:
+            figures: dict[str, benchresult.Figure] = {
+                "strategy": args.strategy,
+                "apply_to_success_s": round(elapsed, 3),
+                "descriptions_per_s": round(description_rate, 1),
+                "rss_mib": {name: round(mib, 1) for name, mib in hub_side.items()},
+            }
+            benchresult.write(args.json, bench="rollout", clusters=args.clusters, figures=figures, reference=reference)
+        if args.no_globalization:
+            return 0
+        update = globalization_update(system, workdir, args.clusters, args.timeout)
+        if update is None:
+            return 1
+        seconds, updated, per_s = update
+        reference = asyncio.run(publish_async_rate(system.nats_url, int(system.stream_replicas)))
+        print(
+            f"Globalization for every cluster: {updated} Descriptions rewritten in {seconds:.2f}s, {per_s:,.0f}/s "
+            f"(load {load_average()}); raw reference: nats-py publish_async {reference:,.0f} msgs/s, "
+            f"Descriptions/s over it: {per_s / reference:.3f}"
+        )
+        if args.json:
+            benchresult.write(
+                args.json,
+                bench="rollout",
+                clusters=args.clusters,
+                figures={
+                    "strategy": args.strategy,
+                    "globalization_update_s": round(seconds, 3),
+                    "descriptions_updated": updated,
+                    "descriptions_per_s": round(per_s, 1),
+                },
+                reference=reference,
+            )
+    finally:
+        system.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
