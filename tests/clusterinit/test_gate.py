@@ -26,7 +26,7 @@ from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import ObjectStore, StatusStore
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
-from clusternet_nats.testing.waiting import eventually
+from clusternet_nats.testing.waiting import eventually, holds
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from typer.testing import CliRunner
@@ -92,3 +92,48 @@ def test_the_hub_refuses_an_unknown_or_malformed_feature_gate_naming_it() -> Non
     malformed = runner.invoke(hub_cli.app, ["--feature-gates", "ClusterInit"])
     assert malformed.exit_code == 2
     assert "'ClusterInit' needs =true or =false" in malformed.output
+
+
+async def test_a_status_write_that_leaves_the_init_condition_alone_costs_no_reconcile(
+    nats_server: NatsServer, js: JetStreamContext, unique_ns: str
+) -> None:
+    """Every heartbeat rewrites a cluster's status; with 10,000 clusters reconciling each (a deep
+    copy of the cluster and a compare) was steady work for nothing (issue 15, item 3)."""
+    clusters: ObjectStore[ManagedCluster] = ObjectStore(js, by_kind(ManagedCluster.KIND))
+    spec = ManagedClusterSpec(cluster_id=str(uuid.uuid4()), sync_mode="Pull")
+    created = await clusters.create(ManagedCluster.new("beating", unique_ns, spec=spec))
+    status_bucket = by_kind(ManagedCluster.KIND).status_bucket
+    assert status_bucket is not None
+    statuses = StatusStore(js, status_bucket, ManagedClusterStatus)
+    key = clusters.key_of(created)
+    reconciled: list[str] = []
+
+    class Counting(ClusterInitController):
+        async def reconcile(self, key: str) -> None:
+            reconciled.append(key)
+            await super().reconcile(key)
+
+    async def build(ctx: ServiceContext) -> None:
+        Counting(ctx, enabled=False)
+
+    async with running_service("clusternet-hub", build, nats_server.url):
+
+        async def condition_written() -> bool:
+            current = await statuses.get(key)
+            return init.init_condition_of(current.value if current else None) is not None
+
+        await eventually(condition_written, 20, what="the ClusterInitDisabled condition written")
+        await eventually(lambda: reconciled.count(key) >= 2, 20, what="the condition's echo reconciled")
+        before = reconciled.count(key)
+        for beat in range(3):
+            current = await statuses.get(key)
+            assert current is not None
+            status = current.value.model_copy(update={"k8s_version": f"v1.30.{beat}"})
+            await statuses.put(key, status, current.revision)
+            await holds(lambda: reconciled.count(key) == before, 0.5, what=f"no reconcile for heartbeat {beat}")
+        # A change that does concern the controller is still seen.
+        current = await statuses.get(key)
+        assert current is not None
+        await statuses.put(key, current.value.model_copy(update={"conditions": []}), current.revision)
+        await eventually(lambda: reconciled.count(key) > before, 20, what="the removed condition reconciled")
+        await eventually(condition_written, 20, what="the removed condition written again")

@@ -61,7 +61,9 @@ class ClusterInitController:
         self.queue = ctx.queue("cluster-init", self.reconcile)
         self._clusters_by_namespace: Index[ManagedCluster, str] = Index(lambda c: {c.namespace})
         self.clusters.add_handler(self._cluster_changed)
-        self.statuses.add_handler(lambda key, _status: self.queue.add(key))
+        self._conditions: dict[str, tuple[str, str | None, str | None] | None] = {}
+        """The init condition each cluster's status last showed: a heartbeat leaves it alone."""
+        self.statuses.add_handler(self._status_changed)
         if not enabled:
             return
         # What the condition is computed from, followed only while the gate is on.
@@ -86,6 +88,19 @@ class ClusterInitController:
     def _cluster_changed(self, key: str, cluster: ManagedCluster | None) -> None:
         self._clusters_by_namespace.update(key, cluster)
         self.queue.add(key)
+
+    def _status_changed(self, key: str, status: ManagedClusterStatus | None) -> None:
+        """Reconciles when the init condition changed (or the status came or went); a status
+        write that changed something else (every heartbeat) costs no reconcile."""
+        if status is None:
+            self._conditions.pop(key, None)
+            self.queue.add(key)
+            return
+        condition = init.init_condition_of(status)
+        seen = None if condition is None else (str(condition.status), condition.reason, condition.message)
+        if key not in self._conditions or self._conditions[key] != seen:
+            self._conditions[key] = seen
+            self.queue.add(key)
 
     def _namespace_changed(self, namespace: str) -> None:
         for key in self._clusters_by_namespace.keys_for(namespace):
