@@ -11,11 +11,14 @@ makes for the cluster) is what confines a child to its own keys. Only once the i
 listed (and so holds every Description, not a partial view) are owners found in the cluster
 with no Description queued for removal, so what was deleted while the agent was down or cut off
 is pruned, and nothing else is.
+
+Each status write is a CAS on the revision this agent last wrote, remembered, not read back
+first: one round trip per change instead of a read and a write (the agent is the only writer of
+its Descriptions' status while it pulls them; a write by anyone else, or a deletion, fails the
+CAS, and only then is the key read again).
 """
 
 from __future__ import annotations
-
-import contextlib
 
 import structlog
 from clusternet_nats.agent.applier import DescriptionApplier
@@ -25,9 +28,9 @@ from clusternet_nats.agent.recovery import tell_restored
 from clusternet_nats.api.apps import Description, DescriptionPhase, DescriptionStatus
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.runtime.service import ServiceContext
-from clusternet_nats.store import StatusStore
+from clusternet_nats.store import StatusStore, Versioned
 from clusternet_nats.store.deploy_events import DeployOutcomes
-from clusternet_nats.store.errors import AlreadyExistsError
+from clusternet_nats.store.errors import AlreadyExistsError, ConflictError
 from clusternet_nats.store.keys import namespace_filter
 
 log = structlog.get_logger(__name__)
@@ -53,8 +56,8 @@ class DescriptionController:
         self._log = log.bind(cluster=identity.name)
         self.outcomes = DeployOutcomes(ctx.recorder, self._log)
         self.recorder = ctx.recorder
-        self._recorded: set[str] = set()
-        """Descriptions whose status is known to exist (Pending at least)."""
+        self._written: dict[str, Versioned[DescriptionStatus]] = {}
+        """Each status as this agent last wrote or read it (so it exists, Pending at least)."""
 
     async def prune_orphans(self) -> None:
         """Queues every owner in the cluster whose Description is gone (run once listed)."""
@@ -70,7 +73,7 @@ class DescriptionController:
         await self._record_pending(key)
         deployed = await self.applier.deploy_restoring(key, desc)
         status = deployed.status
-        await self.statuses.put_if_changed(key, status)
+        await self._write_status(key, status)
         await self.outcomes.report(key, self.informer.revision(key), desc, status)
         if deployed.restored:
             await tell_restored(self.recorder, self._log, desc, deployed.restored)
@@ -81,16 +84,36 @@ class DescriptionController:
         """Before the first apply, a Pending status: a Subscription's deletion waits for every
         child whose status exists, so a child cut off after applying but before reporting is
         waited for too (what Clusternet's Description finalizer gives it)."""
-        if key in self._recorded:
+        if key in self._written:
             return
-        if await self.statuses.get(key) is None:
-            # Written meanwhile (a previous life of this agent): it exists, as wanted.
-            with contextlib.suppress(AlreadyExistsError):
-                await self.statuses.put(key, DescriptionStatus(phase=DescriptionPhase.PENDING), 0)
-        self._recorded.add(key)
+        pending = DescriptionStatus(phase=DescriptionPhase.PENDING)
+        try:
+            self._written[key] = Versioned(pending, await self.statuses.put(key, pending, 0))
+        except AlreadyExistsError:
+            # Written before (a previous life of this agent): it exists, as wanted.
+            current = await self.statuses.get(key)
+            if current is not None:
+                self._written[key] = current
+
+    async def _write_status(self, key: str, status: DescriptionStatus) -> None:
+        """Writes `status` unless it is what was last written, CAS on that write's revision; on
+        a conflict (someone else wrote or deleted it) once more on the revision read now."""
+        known = self._written.get(key)
+        if known is not None and known.value == status:
+            return
+        try:
+            revision = await self.statuses.put(key, status, known.revision if known else 0)
+        except ConflictError:
+            self._written.pop(key, None)
+            current = await self.statuses.get(key)
+            if current is not None and current.value == status:
+                self._written[key] = current
+                return
+            revision = await self.statuses.put(key, status, current.revision if current else 0)
+        self._written[key] = Versioned(status, revision)
 
     async def _remove(self, key: str) -> None:
-        self._recorded.discard(key)
+        self._written.pop(key, None)
         pruned = await self.applier.remove(key)
         if await self.statuses.get(key) is not None:
             await self.statuses.delete(key)
