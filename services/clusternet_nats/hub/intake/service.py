@@ -76,22 +76,28 @@ class Intake:
         """Refusals a cluster may collect before it is banned: slowing down is expected, a flood
         that ignores 429s is not (each refused request still costs the hub)."""
         self.credentials: Informer[ClusterCredential] = ctx.records(CREDENTIALS_BUCKET, ClusterCredential)
-        self._by_namespace: dict[str, ClusterCredential] = {}
+        self._by_namespace: dict[str, tuple[str, ClusterCredential]] = {}
+        """Namespace to (key, credential) of the cluster it is dedicated to."""
+        self._namespace_of: dict[str, str] = {}
+        """Credential key to its namespace: a deletion (the informer says only the key) finds its
+        entry without a walk over every cluster's credential."""
         self.credentials.add_handler(self._index)
         subject = INTAKE.filter()
         self.responder = Responder(ctx.nc, subject, self, name="the hub's intake", queue=QUEUE, concurrency=concurrency)
         ctx.run_forever(self.responder.serve)
 
-    def _index(self, _key: str, credential: ClusterCredential | None) -> None:
-        if credential is None:  # the key is gone: rebuild, a deletion is rare
-            self._by_namespace = {c.namespace: c for c in self.credentials.values()}
-        else:
-            self._by_namespace[credential.namespace] = credential
+    def _index(self, key: str, credential: ClusterCredential | None) -> None:
+        namespace = self._namespace_of.pop(key, None)
+        if namespace is not None and self._by_namespace.get(namespace, ("",))[0] == key:
+            del self._by_namespace[namespace]
+        if credential is not None:
+            self._namespace_of[key] = credential.namespace
+            self._by_namespace[credential.namespace] = (key, credential)
 
     def accept(self, msg: Msg) -> tuple[ClusterCredential, str, Msg]:
         """(cluster, verb, msg) of a request the cluster owning the subject's namespace made."""
         _, _, namespace, verb = msg.subject.split(".", 3)
-        cluster = self._by_namespace.get(namespace)
+        _key, cluster = self._by_namespace.get(namespace, ("", None))
         if cluster is None or not msg.reply.startswith(inbox_prefix(cluster.cluster_id) + "."):
             # Not a request this cluster made (the server delivering someone else's messages
             # here), or no such cluster: there is no one to answer.
