@@ -123,7 +123,8 @@ class AppliedObjects:
     # -- persistence ------------------------------------------------------------------------
 
     def snapshot(self) -> list[Any]:
-        return [[[r.api_version, r.kind, r.namespace, r.name], copy.deepcopy(b)] for r, b in self._applied.items()]
+        """What was applied, sharing the bodies kept: serialize it before the next change."""
+        return [[[r.api_version, r.kind, r.namespace, r.name], b] for r, b in self._applied.items()]
 
     def restore(self, state: list[Any]) -> None:
         self._applied = {ObjectRef(*ref): body for ref, body in state}

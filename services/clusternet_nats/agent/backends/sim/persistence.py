@@ -2,7 +2,10 @@
 
 Writes are debounced (a burst of applies costs one write) and run in a thread (the event loop
 never blocks on the disk); the file is replaced atomically, so a crash mid-write leaves the
-previous state readable. `close()` writes whatever is pending before the process exits.
+previous state readable. `close()` writes whatever is pending before the process exits. The
+state is serialized on the event loop, between two changes, so the thread gets bytes and no
+copy of the objects is made (one agent process hosting thousands of clusters spent more on
+deep-copying their objects for these writes than on applying them).
 """
 
 from __future__ import annotations
@@ -30,10 +33,10 @@ def _read(path: Path) -> dict[str, Any] | None:
     return data
 
 
-def _write(path: Path, state: dict[str, Any]) -> None:
+def _write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(state, separators=(",", ":")))
+    tmp.write_bytes(data)
     os.replace(tmp, path)
 
 
@@ -67,6 +70,7 @@ class StateFile:
                 await asyncio.wait_for(self._closing.wait(), DEBOUNCE_SECONDS)
             self._dirty = False
             try:
-                await asyncio.to_thread(_write, self.path, self._snapshot())
+                data = json.dumps(self._snapshot(), separators=(",", ":")).encode()
+                await asyncio.to_thread(_write, self.path, data)
             except OSError as err:
                 self._log.error("sim.state_not_saved", error=repr(err))

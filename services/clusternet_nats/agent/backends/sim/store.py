@@ -138,11 +138,12 @@ class ObjectTable:
     # -- persistence ------------------------------------------------------------------------
 
     def snapshot(self) -> Body:
+        """The table as plain data sharing the table's bodies: serialize it before the next change."""
         objects = [
             {"ref": [o.ref.api_version, o.ref.kind, o.ref.namespace, o.ref.name], "created": o.created, "body": o.body}
             for o in sorted(self._objects.values(), key=lambda o: o.created)
         ]
-        return {"revision": self._revision, "created": self._created, "objects": copy.deepcopy(objects)}
+        return {"revision": self._revision, "created": self._created, "objects": objects}
 
     def restore(self, state: Body) -> None:
         """Loads a snapshot at start, before anyone listens: no events."""
