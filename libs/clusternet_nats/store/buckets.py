@@ -34,7 +34,7 @@ EVENTS_PER_OBJECT = 200
 MAX_VALUE_BYTES = 8 * 1024 * 1024
 # nats-server 2.15 gives a stream that leaves max_consumers unset a limit of 1,000 consumers
 # (jetstream.limits.default_max_consumers); every agent follows its own Descriptions with its
-# own consumer, so the 1,001st cluster could not start (found by bench/replication_rollout.py).
+# own consumer, so the 1,001st cluster could not start (found by bench/rollout.py).
 MAX_CONSUMERS = 100_000
 
 

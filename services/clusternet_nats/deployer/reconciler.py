@@ -9,6 +9,7 @@ override leaves a cluster's Descriptions as they are (Clusternet blocks too), wi
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections import defaultdict
 from collections.abc import Sequence
@@ -85,6 +86,8 @@ class Deployer:
         self.descriptions: ObjectStore[Description] = ObjectStore(ctx.js, KindInfo.of(Description))
         self.statuses = StatusStore(ctx.js, SUBSCRIPTION_STATUS_BUCKET, SubscriptionStatus)
         self.helm_releases = HelmReleases(ctx, caches)
+        self._recording: set[asyncio.Task[list[None]]] = set()
+        """Events being recorded (`_announce`), kept so that they are not collected half-way."""
         self._deployed: dict[str, tuple[int, int]] = {}
         """By Subscription key: digests of what its Bases and Descriptions were last derived
         from (`_inputs`) and of them as written (`_derived`), when none was blocked."""
@@ -237,26 +240,34 @@ class Deployer:
         desired = [desired_base(sub, cluster) for cluster in clusters]
         pairs = [(self.caches.bases.get(self.bases.key_of(base)), base) for base in desired]
         synced = await ensure_all(self.bases, pairs)
-        await self._announce([(base, sub, "Base", outcome) for base, outcome in synced])
+        self._announce([(base, sub, "Base", outcome) for base, outcome in synced])
         return [base for base, _ in synced]
 
-    async def _announce(self, changes: Sequence[tuple[Base | Description, Base | Subscription, str, Outcome]]) -> None:
-        """Logs and records an Event (on its parent) for each object created or updated."""
+    def _announce(self, changes: Sequence[tuple[Base | Description, Base | Subscription, str, Outcome]]) -> None:
+        """Logs, and records an Event (on its parent) for, each object created or updated. The
+        Events go out beside the reconcile, not in its way: recording is best-effort, and a
+        fleet's worth of them awaited would hold the Descriptions and the status back by seconds."""
         announced = [change for change in changes if change[3] is not Outcome.UNCHANGED]
         for obj, _, kind, outcome in announced:
             log.info(f"deployer.{kind.lower()}_synced", cluster=obj.namespace, name=obj.name, outcome=outcome)
-        await concurrently(
-            self.parallelism,
-            [
-                functools.partial(
-                    self.recorder.normal,
-                    parent,
-                    f"{kind}{outcome}",
-                    f"{kind} {obj.namespaced_name()} is {outcome.lower()} successfully",
-                )
-                for obj, parent, kind, outcome in announced
-            ],
+        if not announced:
+            return
+        recording = asyncio.create_task(
+            concurrently(
+                self.parallelism,
+                [
+                    functools.partial(
+                        self.recorder.normal,
+                        parent,
+                        f"{kind}{outcome}",
+                        f"{kind} {obj.namespaced_name()} is {outcome.lower()} successfully",
+                    )
+                    for obj, parent, kind, outcome in announced
+                ],
+            )
         )
+        self._recording.add(recording)
+        recording.add_done_callback(self._recording.discard)
 
     async def _delete_unbound_bases(self, sub: Subscription, keep: set[str]) -> None:
         unbound = [base for base in self.caches.bases_of(sub.metadata.uid or "") if self.bases.key_of(base) not in keep]
@@ -321,7 +332,7 @@ class Deployer:
         """Writes the Descriptions that differ from the cache (an unchanged one costs no write)."""
         current = [self.caches.descriptions.get(self.descriptions.key_of(desc)) for _, desc in desired]
         synced = await ensure_all(self.descriptions, list(zip(current, (desc for _, desc in desired), strict=True)))
-        await self._announce(
+        self._announce(
             [(desc, base, "Description", outcome) for (base, _), (desc, outcome) in zip(desired, synced, strict=True)]
         )
         return [desc for desc, _ in synced]
