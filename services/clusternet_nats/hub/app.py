@@ -18,6 +18,7 @@ import nats.errors
 import structlog
 from aiohttp import web
 from aiohttp.typedefs import Handler
+from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.hub.auth.gate import GATE, Gate, user_of
 from clusternet_nats.hub.discovery import Discovery
 from clusternet_nats.hub.errors import ApiError, undecodable
@@ -31,6 +32,7 @@ from clusternet_nats.hub.tables import tables
 from clusternet_nats.hub.writes import Writer
 from clusternet_nats.runtime.health import PROBE_PATHS, add_health_routes
 from clusternet_nats.runtime.metrics import HTTP_DURATION, HTTP_REQUESTS
+from clusternet_nats.store import Informer
 from clusternet_nats.store.buckets import MAX_VALUE_BYTES
 from clusternet_nats.store.errors import UndecodableError
 from clusternet_nats.store.tracecontext import extract, span
@@ -104,9 +106,12 @@ async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
     return response
 
 
-def make_app(nc: NATS, ready: Callable[[], bool], gate: Gate) -> web.Application:
+def make_app(
+    nc: NATS, ready: Callable[[], bool], gate: Gate, clusters: Informer[ManagedCluster]
+) -> web.Application:
     """Every route sits behind `gate` (authentication, then authorization), inside the error
-    middleware so that refusals too are Status objects and counted."""
+    middleware so that refusals too are Status objects and counted. `clusters`: the hub's one
+    informer of ManagedClusters, which the proxy finds clusters in."""
     js = nc.jetstream()
     app = web.Application(
         middlewares=[_observed, gate.middleware(), tables],
@@ -122,7 +127,7 @@ def make_app(nc: NATS, ready: Callable[[], bool], gate: Gate) -> web.Application
     ApprovalRoutes(js).add_routes(app)
     views = ObjectViews(js)
     Discovery(views).add_routes(app)
-    ProxyRoutes(nc, views).add_routes(app)
+    ProxyRoutes(nc, views, clusters).add_routes(app)
     Shadow(Writer(views)).add_routes(app)
     Resources(views).add_routes(app)
     return app

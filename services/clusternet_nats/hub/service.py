@@ -12,6 +12,7 @@ import asyncio
 
 import structlog
 from aiohttp import web
+from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.hub.app import make_app
 from clusternet_nats.hub.auth.options import Security, SecurityOptions
 from clusternet_nats.hub.clusterhealth import ClusterHealth
@@ -47,7 +48,7 @@ class HubServer:
 
     async def start(self) -> None:
         self.security = security = await Security.load(self.security_options, self.host)
-        app = make_app(self.ctx.nc, self.ctx.is_ready, security.gate)
+        app = make_app(self.ctx.nc, self.ctx.is_ready, security.gate, self.ctx.objects(ManagedCluster))
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         limit_tls_read_buffer()  # a connection per watch: 256 KiB each by default

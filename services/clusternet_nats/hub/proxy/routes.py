@@ -48,6 +48,7 @@ from clusternet_nats.hub.proxy.clusters import ClusterIndex
 from clusternet_nats.hub.proxy.stream import AgentGone, HubStream
 from clusternet_nats.hub.proxy.upgrade import SWITCHING, relay, websocket_upgrade
 from clusternet_nats.runtime.frames import StreamBroken, end_error
+from clusternet_nats.store import Informer
 from clusternet_nats.store.views import ObjectViews
 from nats.aio.client import Client as NATS
 from yarl import URL
@@ -65,12 +66,11 @@ _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, 
 
 
 class ProxyRoutes:
-    def __init__(self, nc: NATS, views: ObjectViews) -> None:
+    def __init__(self, nc: NATS, views: ObjectViews, clusters: Informer[ManagedCluster]) -> None:
         self.nc, self.views = nc, views
-        self.clusters = ClusterIndex(nc)
+        self.clusters = ClusterIndex(clusters)
 
     def add_routes(self, app: web.Application) -> None:
-        self.clusters.add_to(app)
         app.router.add_route("*", PROXY_PREFIX + "{name}/proxy/{target:.*}", self.proxy)
         app.router.add_route("*", PROXY_PREFIX + "{name}/proxy", self.proxy)
 
