@@ -33,6 +33,7 @@ from clusternet_nats.domain.readiness import ready_condition
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import ConflictError, ObjectStore, StatusStore, Versioned
 from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from pydantic import ValidationError
 
 DEFAULT_REPORT_FREQUENCY = 180.0
@@ -71,11 +72,13 @@ class Heartbeat:
         self._log = log.bind(cluster=identity.name)
 
     async def run(self) -> None:
-        answers = await self.nc.subscribe(self.answers, cb=self._on_answer)
+        answers: Subscription | None = None
         try:
             while True:
                 self._rewrite.clear()  # an answer arriving during the round asks for another
                 try:
+                    if answers is None:
+                        answers = await self.nc.subscribe(self.answers, cb=self._on_answer)
                     if not self.registered:
                         await self.register()
                     await self.report()
@@ -87,8 +90,9 @@ class Heartbeat:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._rewrite.wait(), delay)
         finally:
-            with contextlib.suppress(Exception):
-                await answers.unsubscribe()
+            if answers is not None:
+                with contextlib.suppress(Exception):
+                    await answers.unsubscribe()
 
     async def _on_answer(self, msg: Msg) -> None:
         """The hub holds a status other than the one written last: write it again, now."""
