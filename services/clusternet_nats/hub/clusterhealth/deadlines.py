@@ -1,9 +1,11 @@
-"""One timer for all clusters: a heap of heartbeat deadlines, fed by heartbeat changes.
+"""One timer for all clusters: a heap of heartbeat deadlines, never a scan of every cluster.
 
 Checking every cluster on a timer costs clusters x ticks whether or not anything happens. Here
-each heartbeat (a change in `managedclusters-status`) pushes the cluster's new deadline, and one
-task sleeps until the earliest one: work grows with heartbeats, and an idle hub sleeps. A cluster
-keeps only its latest deadline; older heap entries are dropped when they surface.
+a reconcile (a change of the cluster or its status) pushes the cluster's deadline, and one task
+sleeps until the earliest one. A heartbeat pushes nothing: when a deadline comes, the controller
+pushes it out to the cluster's new one if it was heard from meanwhile (controller.py), so each
+cluster costs one timer event per grace period, and an idle hub sleeps. A cluster keeps only its
+latest deadline; older heap entries are dropped when they surface.
 """
 
 from __future__ import annotations
