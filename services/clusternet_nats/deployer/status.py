@@ -5,12 +5,17 @@ per-cluster status (present in a Description's manifestStatuses = available; a H
 its release is deployed; workload replica
 counters read from the observed status) and their sum. Zero counters are left out, as
 Clusternet's `omitempty` leaves them out of its JSON.
+
+`aggregate` recounts everything; an `Aggregator` gives the same status while remembering each
+cluster's part (its per-feed details and counters, and the statuses they came from), so that the
+reconcile after one Description's status changed recomputes one cluster's part and sums the rest,
+instead of re-reading every Description status of the fleet.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from clusternet_nats.api.apps import (
     AggregatedStatus,
@@ -107,32 +112,85 @@ def _per_cluster(feed: Feed, release: Release) -> FeedStatusPerCluster:
     )
 
 
-def _summary(details: Sequence[FeedStatusPerCluster]) -> FeedStatus:
+@dataclass(frozen=True)
+class _Part:
+    """One bound cluster's share of a Subscription's status, and the statuses it was computed from."""
+
+    statuses: tuple[DescriptionStatus | None, ...]
+    details: tuple[FeedStatusPerCluster, ...]
+    """One per feed, in the Subscription's order."""
+    counters: tuple[dict[str, int], ...]
+    """The replica counters of each detail, by Clusternet's JSON names."""
+    completed: bool
+
+
+def _part(feeds: Sequence[Feed], release: Release) -> _Part:
+    details = tuple(_per_cluster(feed, release) for feed in feeds)
+    counters = tuple(d.replica_status.model_dump(by_alias=True) if d.replica_status else {} for d in details)
+    return _Part(tuple(release.statuses), details, counters, release.completed)
+
+
+def _summary(details: Sequence[FeedStatusPerCluster], counters: Sequence[dict[str, int]]) -> FeedStatus:
     totals = dict.fromkeys(_COUNTERS, 0)
-    for detail in details:
-        counters = detail.replica_status.model_dump(by_alias=True) if detail.replica_status else {}
+    for found in counters:
         for name in _COUNTERS:
-            value = counters.get(name) or 0
+            value = found.get(name) or 0
             totals[name] = max(totals[name], value) if name in _MAXED else totals[name] + value
     return FeedStatus(available=all(detail.available for detail in details), replica_status=_replica_status(totals))
 
 
-def aggregate(feeds: Sequence[Feed], releases: Sequence[Release]) -> SubscriptionStatus:
-    """The part of a Subscription's status the deployer owns."""
+def _combine(feeds: Sequence[Feed], parts: Sequence[_Part]) -> SubscriptionStatus:
     aggregated = []
-    for feed in feeds:
-        details = [_per_cluster(feed, release) for release in releases]
+    for index, feed in enumerate(feeds):
+        details = [part.details[index] for part in parts]
         aggregated.append(
             AggregatedStatus(
                 api_version=feed.api_version,
                 kind=feed.kind,
                 name=feed.name,
                 namespace=feed.namespace,
-                feed_status_summary=_summary(details),
+                feed_status_summary=_summary(details, [part.counters[index] for part in parts]),
                 feed_status_details=details,
             )
         )
     return SubscriptionStatus(
-        completed_releases=sum(1 for release in releases if release.completed),
+        completed_releases=sum(1 for part in parts if part.completed),
         aggregated_statuses=aggregated,
     )
+
+
+def aggregate(feeds: Sequence[Feed], releases: Sequence[Release]) -> SubscriptionStatus:
+    """The part of a Subscription's status the deployer owns, recounted from every release."""
+    return _combine(feeds, [_part(feeds, release) for release in releases])
+
+
+def _same(known: Sequence[DescriptionStatus | None], now: Sequence[DescriptionStatus | None]) -> bool:
+    # The informer hands out the object it holds until the key changes: identity settles most.
+    return len(known) == len(now) and all(a is b or a == b for a, b in zip(known, now, strict=True))
+
+
+@dataclass
+class Aggregator:
+    """`aggregate`, per Subscription, recomputing only the clusters whose statuses changed."""
+
+    _feeds: dict[str, tuple[Feed, ...]] = field(default_factory=dict)
+    _parts: dict[str, dict[tuple[str, str], _Part]] = field(default_factory=dict)
+
+    def aggregate(self, key: str, feeds: Sequence[Feed], releases: Sequence[Release]) -> SubscriptionStatus:
+        """What `aggregate(feeds, releases)` returns; clusters not released any more are forgotten."""
+        feeds = tuple(feeds)
+        known = self._parts.get(key, {}) if self._feeds.get(key) == feeds else {}
+        parts: dict[tuple[str, str], _Part] = {}
+        for release in releases:
+            cluster = (release.cluster_id, release.cluster_name)
+            part = known.get(cluster)
+            if part is None or not _same(part.statuses, release.statuses):
+                part = _part(feeds, release)
+            parts[cluster] = part
+        self._feeds[key], self._parts[key] = feeds, parts
+        return _combine(feeds, [parts[(release.cluster_id, release.cluster_name)] for release in releases])
+
+    def forget(self, key: str) -> None:
+        """Drops what is remembered of a Subscription that is gone."""
+        self._feeds.pop(key, None)
+        self._parts.pop(key, None)

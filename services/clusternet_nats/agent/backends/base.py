@@ -127,14 +127,27 @@ class ClusterBackend(Protocol):
         in the cluster by anyone else, so it is applied again (Clusternet's Recovery)."""
 
 
+def _install_rank(manifest: RawObject) -> int:
+    kind = manifest.get("kind")
+    return FIRST_KINDS.index(kind) if kind in FIRST_KINDS else len(FIRST_KINDS)
+
+
 def install_order(manifests: Sequence[RawObject]) -> list[RawObject]:
     """Namespaces, then CRDs, then the rest in the order given (a stable sort)."""
+    return sorted(manifests, key=_install_rank)
 
-    def rank(manifest: RawObject) -> int:
-        kind = manifest.get("kind")
-        return FIRST_KINDS.index(kind) if kind in FIRST_KINDS else len(FIRST_KINDS)
 
-    return sorted(manifests, key=rank)
+def install_stages(manifests: Sequence[RawObject]) -> list[list[RawObject]]:
+    """`install_order` cut where the kind's rank changes: what one stage holds may be applied
+    together, each stage once the one before it is applied (a Deployment needs its Namespace)."""
+    stages: list[list[RawObject]] = []
+    rank = -1
+    for manifest in install_order(manifests):
+        if _install_rank(manifest) != rank:
+            rank = _install_rank(manifest)
+            stages.append([])
+        stages[-1].append(manifest)
+    return stages
 
 
 def delete_order(refs: Collection[ObjectRef]) -> list[ObjectRef]:

@@ -1,13 +1,14 @@
 """A real Kubernetes cluster as the agent's backend (`--backend kube`).
 
 Applies by server-side apply in install order (Namespaces, then CRDs, each CRD waited for until
-Established), marks what it applies with its owner, prunes by listing each kind the owner's
-record names and deleting what carries the owner's mark and is no longer wanted (system
-namespaces are disowned instead: Kubernetes refuses to delete them), reads status back as the
-API server reports it (`.status` of the object, as Clusternet's agent does), installs HelmReleases
-with the `helm` binary (`helm.py`; releases are a recorded kind like any other, pruned by
-uninstalling), and reports facts for heartbeats. Nothing is remembered in the agent: marks and
-records live in the cluster.
+Established; the objects of one stage concurrently, at most APPLY_PARALLELISM requests in flight,
+since the API server takes one request per object), marks what it applies with its owner,
+prunes by listing each kind the owner's record names and deleting what carries the owner's mark
+and is no longer wanted (system namespaces are disowned instead: Kubernetes refuses to delete
+them), reads status back as the API server reports it (`.status` of the object, as Clusternet's
+agent does), installs HelmReleases with the `helm` binary (`helm.py`; releases are a recorded
+kind like any other, pruned by uninstalling), and reports facts for heartbeats. Nothing is
+remembered in the agent: marks and records live in the cluster.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from clusternet_nats.agent.backends.base import (
     RawObject,
     StatusListener,
     delete_order,
-    install_order,
+    install_stages,
 )
 from clusternet_nats.agent.backends.kube import clusterid, facts
 from clusternet_nats.agent.backends.kube.apiserver import KubeApiServer
@@ -38,12 +39,14 @@ from clusternet_nats.agent.backends.kube.watcher import AppliedWatcher
 from clusternet_nats.api.apps import HelmRelease
 from clusternet_nats.helm.render import HelmError
 from clusternet_nats.kube.discovery import Discovery, Resource, UnknownKind
-from clusternet_nats.kube.rest import KubeApi, KubeError, connect
+from clusternet_nats.kube.rest import Json, KubeApi, KubeError, connect
 
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", AGENT_NAMESPACE)
 """Never deleted by pruning: Kubernetes forbids the first four, the last holds our records."""
 
 _RETRY_SECONDS = 1.0
+APPLY_PARALLELISM = 8
+"""Server-side applies in flight at once for one Description (client-go's default QPS is 5, burst 10)."""
 
 log = structlog.get_logger(__name__)
 
@@ -118,19 +121,27 @@ class KubeCluster:
     async def apply(self, owner: str, manifests: Sequence[RawObject]) -> ApplyOutcome:
         outcome = ApplyOutcome()
         await self.records.add(owner, _kinds(manifests))
-        for manifest in install_order(manifests):
-            try:
-                ref, resource, applied = await self.applier.apply(mark(manifest, owner))
+        limit = asyncio.Semaphore(APPLY_PARALLELISM)
+
+        async def one(manifest: RawObject) -> tuple[ObjectRef, Resource, Json] | str:
+            async with limit:
+                try:
+                    return await self.applier.apply(mark(manifest, owner))
+                except ManifestError as err:
+                    return str(err)
+                except (UnknownKind, KubeError) as err:
+                    return f"{describe(manifest)}: {err}"
+
+        for stage in install_stages(manifests):
+            for result in await asyncio.gather(*(one(manifest) for manifest in stage)):
+                if isinstance(result, str):
+                    outcome.failures.append(result)
+                    continue
+                ref, resource, applied = result
                 self.watcher.watch(resource)
-            except ManifestError as err:
-                outcome.failures.append(str(err))
-                continue
-            except (UnknownKind, KubeError) as err:
-                outcome.failures.append(f"{describe(manifest)}: {err}")
-                continue
-            outcome.applied.append(ref)
-            if self.watcher.applied(ref, owner, applied):
-                outcome.restored.append(ref)
+                outcome.applied.append(ref)
+                if self.watcher.applied(ref, owner, applied):
+                    outcome.restored.append(ref)
         return outcome
 
     async def install_releases(self, owner: str, releases: Sequence[HelmRelease]) -> ApplyOutcome:

@@ -1,0 +1,83 @@
+"""The incremental Aggregator: after any sequence of status changes, what a full recount gives,
+computing again only the clusters whose statuses changed."""
+
+from __future__ import annotations
+
+import random
+
+from clusternet_nats.api.apps import DescriptionStatus
+from clusternet_nats.api.meta import Feed
+from clusternet_nats.deployer.status import Aggregator, Release, aggregate
+
+DEPLOY = Feed(api_version="apps/v1", kind="Deployment", namespace="foo", name="web")
+JOB = Feed(api_version="batch/v1", kind="Job", namespace="foo", name="once")
+NAMESPACE = Feed(api_version="v1", kind="Namespace", name="foo")
+FEEDS = [NAMESPACE, DEPLOY, JOB]
+
+
+def _random_status(rng: random.Random) -> DescriptionStatus | None:
+    if rng.random() < 0.1:
+        return None
+    present = [feed for feed in FEEDS if rng.random() < 0.8]
+    observed = {
+        "Deployment": {"replicas": rng.randint(0, 5), "readyReplicas": rng.randint(0, 5), "observedGeneration": 3},
+        "Job": {"active": rng.randint(0, 2), "succeeded": rng.randint(0, 2)},
+        "Namespace": {},
+    }
+    return DescriptionStatus.model_validate(
+        {
+            "phase": rng.choice(["Pending", "Success", "Success", "Failure"]),
+            "manifestStatuses": [
+                {**feed.to_json_dict(), "observedStatus": observed[feed.kind]} for feed in present
+            ],
+        }
+    )
+
+
+def _cluster_id(index: int) -> str:
+    return f"{index:08d}-1111-4111-8111-111111111111"
+
+
+def test_many_status_changes_aggregate_as_a_full_recount_and_recompute_only_the_changed() -> None:
+    rng = random.Random(15)
+    statuses = {index: [_random_status(rng), _random_status(rng)] for index in range(60)}
+    aggregator = Aggregator()
+
+    def releases() -> list[Release]:
+        return [Release(_cluster_id(i), f"c{i}", list(s)) for i, s in sorted(statuses.items())]
+
+    previous = aggregator.aggregate("default/sub", FEEDS, releases())
+    assert previous == aggregate(FEEDS, releases())
+    for _ in range(300):
+        changed = rng.randrange(60)
+        if rng.random() < 0.05:
+            statuses.pop(changed, None)  # unbound
+        else:
+            statuses[changed] = [_random_status(rng), statuses.get(changed, [None, None])[1]]
+        status = aggregator.aggregate("default/sub", FEEDS, releases())
+        assert status == aggregate(FEEDS, releases())
+        # Every other cluster's details are the very objects computed before: not recomputed.
+        assert status.aggregated_statuses is not None and previous.aggregated_statuses is not None
+        before = {d.cluster_name: d for d in previous.aggregated_statuses[1].feed_status_details or []}
+        for detail in status.aggregated_statuses[1].feed_status_details or []:
+            if detail.cluster_name != f"c{changed}" and detail.cluster_name in before:
+                assert detail is before[detail.cluster_name]
+        previous = status
+
+
+def test_changed_feeds_recompute_every_cluster_and_forget_drops_the_subscription() -> None:
+    rng = random.Random(7)
+    releases = [Release(_cluster_id(i), f"c{i}", [_random_status(rng)]) for i in range(10)]
+    aggregator = Aggregator()
+    first = aggregator.aggregate("default/sub", FEEDS, releases)
+    fewer = aggregator.aggregate("default/sub", [DEPLOY], releases)
+    assert fewer == aggregate([DEPLOY], releases)
+    assert first.aggregated_statuses is not None and fewer.aggregated_statuses is not None
+    assert [a.kind for a in fewer.aggregated_statuses] == ["Deployment"]
+    aggregator.forget("default/sub")
+    again = aggregator.aggregate("default/sub", FEEDS, releases)
+    assert again == first
+    assert again.aggregated_statuses is not None and first.aggregated_statuses is not None
+    recomputed = again.aggregated_statuses[1].feed_status_details
+    remembered = first.aggregated_statuses[1].feed_status_details
+    assert recomputed and remembered and recomputed[0] is not remembered[0], "forgotten, so computed anew"
