@@ -182,3 +182,57 @@ async def test_many_clusters_render_once_each_and_a_globalization_change_rewrite
     assert {key: count for key, count in writes.items() if key != local_key} == {
         object_key(c.namespace, description_name): 2 for c in clusters if c is not local
     }
+
+
+async def test_a_description_changed_or_deleted_behind_the_deployers_back_is_put_right(
+    js: JetStreamContext, unique_ns: str, deployer: None
+) -> None:
+    """Clusters whose inputs did not change are skipped without rendering; a skip must still
+    notice that their Description itself was changed or deleted by someone else."""
+    ns = unique_ns
+    clusters_store: ObjectStore[ManagedCluster] = ObjectStore(js, KindInfo.of(ManagedCluster))
+    clusters = [
+        await clusters_store.create(
+            ManagedCluster.new(
+                f"c{i}",
+                f"{ns}-{i}",
+                metadata=ObjectMeta(labels={known.CLUSTER_NAME: f"c{i}"}),
+                spec={"clusterId": str(uuid.uuid4()), "syncMode": "Pull"},
+            )
+        )
+        for i in range(3)
+    ]
+    namespace = parse_object({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    await ObjectStore(js, KindInfo.of(type(namespace))).create(namespace)
+    sub = await ObjectStore(js, KindInfo.of(Subscription)).create(
+        Subscription.new(
+            "app",
+            ns,
+            spec={
+                "subscribers": [{"clusterAffinity": {}}],
+                "feeds": [{"apiVersion": "v1", "kind": "Namespace", "name": ns}],
+            },
+        )
+    )
+    binding = SubscriptionBinding(
+        subscription_uid=sub.metadata.uid or "",
+        spec_hash=spec_hash(sub.spec),
+        binding_clusters=sorted(c.namespaced_name() for c in clusters),
+    )
+    await JsonBucket(js, BINDINGS_BUCKET).create(object_key(ns, "app"), binding.to_json())
+    descriptions: ObjectStore[Description] = ObjectStore(js, KindInfo.of(Description))
+    name = f"app-{short_hash(ns, 'app')}-generic"
+
+    async def all_rendered() -> list[Description] | None:
+        found = [await descriptions.get(c.namespace, name) for c in clusters]
+        return None if any(d is None or len(d.spec.raw or []) != 1 for d in found) else [d for d in found if d]
+
+    first = await eventually(all_rendered, timeout=20, what="3 Descriptions")
+    assert first is not None
+    tampered = first[0].model_copy(update={"spec": first[0].spec.model_copy(update={"raw": []})})
+    await descriptions.update(tampered, first[0])
+    await descriptions.delete(clusters[1].namespace, name)
+    again = await eventually(all_rendered, timeout=20, what="the changed and the deleted Description put right")
+    assert again is not None
+    assert again[0].spec == first[0].spec and again[1].spec == first[1].spec
+    assert again[2] == first[2], "the untouched cluster's Description is not rewritten"

@@ -31,7 +31,7 @@ from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.meta import Feed
 from clusternet_nats.api.registry import KindInfo
-from clusternet_nats.deployer.bases import cluster_labels, desired_base
+from clusternet_nats.deployer.bases import base_name, cluster_labels, desired_base
 from clusternet_nats.deployer.caches import Caches
 from clusternet_nats.deployer.deletion import SubscriptionDeletion
 from clusternet_nats.deployer.descriptions import (
@@ -88,15 +88,15 @@ class Deployer:
         self.helm_releases = HelmReleases(ctx, caches)
         self._recording: set[asyncio.Task[list[None]]] = set()
         """Events being recorded (`_announce`), kept so that they are not collected half-way."""
-        self._deployed: dict[str, tuple[int, int]] = {}
-        """By Subscription key: digests of what its Bases and Descriptions were last derived
-        from (`_inputs`) and of them as written (`_derived`), when none was blocked."""
+        self._placed: dict[str, dict[str, tuple[int, int]]] = {}
+        """By Subscription key, by cluster namespace: digests of what the cluster's Base and
+        Descriptions were last derived from (`_cluster_inputs`) and of them as written."""
 
     async def reconcile(self, key: str) -> None:
         with structlog.contextvars.bound_contextvars(subscription=key):
             sub = self.caches.subscriptions.get(key)
             if sub is None or is_deleting(sub):
-                self._deployed.pop(key, None)
+                self._placed.pop(key, None)
             if sub is None:
                 # Its Bases and Descriptions are orphans now, collected by the sweep.
                 if await self.statuses.get(key) is not None:
@@ -129,14 +129,7 @@ class Deployer:
         for description in self.caches.descriptions_of(uid):
             existing[description.namespace].append(description)
 
-        inputs = None if isinstance(resolved, Feed) else self._inputs(sub, placements, resolved)
-        last = self._deployed.get(object_key(sub.namespace, sub.name))
-        if inputs is not None and last == (inputs, self._derived(uid)):
-            # Nothing it is derived from changed since it was written and cached (a status came,
-            # or the echo of its own writes): no rendering, no comparing, O(1) per cluster.
-            has = [existing.get(cluster.namespace, []) for _, cluster in placements]
-        else:
-            has = await self._converge(sub, binding, placements, renderings, existing, inputs)
+        has = await self._converge(sub, binding, placements, renderings, existing)
         placed = [
             Placed(descs, await self._release(sub, cluster, descs))
             for (_, cluster), descs in zip(placements, has, strict=True)
@@ -163,65 +156,79 @@ class Deployer:
         placements: Sequence[tuple[int, ManagedCluster]],
         renderings: Renderings | Feed,
         existing: dict[str, list[Description]],
-        inputs: int | None,
     ) -> list[list[Description]]:
-        """Writes what differs: every cluster's Base, then every cluster's Descriptions, each
-        kind's writes in flight together; deletes what is no longer bound or rendered. Returns
-        each cluster's Descriptions, and remembers what it was derived from (`_inputs`)."""
-        globalizations = self.caches.globalizations.values()
+        """Writes what differs: the Base of every cluster, then the Descriptions of every
+        cluster, each kind's writes in flight together; deletes what is no longer bound or
+        rendered. Returns each cluster's Descriptions.
+
+        A cluster whose inputs (`_cluster_inputs`) and cached Base and Descriptions are as they
+        were last written is left alone without rendering or comparing, so a status, the echo of
+        the deployer's own writes, or a change to one cluster costs next to nothing for the rest
+        of the fleet."""
+        key = object_key(sub.namespace, sub.name)
+        shared = None if isinstance(renderings, Feed) else self._shared_inputs(sub, renderings)
         localizations: dict[str, list[Localization]] = defaultdict(list)
         for localization in self.caches.localizations.values():
             localizations[localization.namespace].append(localization)
-        bases = await self._sync_bases(sub, [cluster for _, cluster in placements])
+        name = base_name(sub)
+        last = self._placed.get(key, {})
+        done: dict[str, tuple[int, int]] = {}
+        kept: dict[int, tuple[Base, list[Description]]] = {}
+        todo: list[tuple[int, ManagedCluster, int | None]] = []
+        for position, (index, cluster) in enumerate(placements):
+            inputs = None
+            if shared is not None:
+                inputs = _cluster_inputs(shared, binding, index, cluster, localizations[cluster.namespace])
+            current = self.caches.bases.get(object_key(cluster.namespace, name))
+            cached = existing.get(cluster.namespace, [])
+            memo = last.get(cluster.namespace)
+            if inputs is not None and current is not None and memo == (inputs, _revisions_of([current, *cached])):
+                kept[position] = current, cached
+                done[cluster.namespace] = memo
+            else:
+                todo.append((position, cluster, inputs))
+
+        bases = await self._sync_bases(sub, [cluster for _, cluster, _ in todo])
+        globalizations = self.caches.globalizations.values()
         rendered: list[list[Description] | None] = []
-        for (index, cluster), base in zip(placements, bases, strict=True):
+        for (position, cluster, _), base in zip(todo, bases, strict=True):
             target = Target(
                 namespace=cluster.namespace,
                 labels=cluster_labels(cluster),
                 subscription=sub,
-                replicas=cluster_replicas(binding, index),
+                replicas=cluster_replicas(binding, placements[position][0]),
                 globalizations=globalizations,
-                localizations=localizations.get(cluster.namespace, ()),
+                localizations=localizations[cluster.namespace],
             )
             rendered.append(await self._render(base, target, renderings))
         desired = [(base, desc) for base, descs in zip(bases, rendered, strict=True) for desc in descs or ()]
         synced = iter(await self._sync_descriptions(desired))
-        # A blocked rendering (a missing feed, a failed override) keeps what the cluster has.
-        has = [
-            existing.get(cluster.namespace, []) if descs is None else [next(synced) for _ in descs]
-            for (_, cluster), descs in zip(placements, rendered, strict=True)
-        ]
-        await self._delete_unbound_bases(sub, {self.bases.key_of(base) for base in bases})
-        await self._delete_stale_descriptions(sub, {self.descriptions.key_of(d) for descs in has for d in descs})
-        key = object_key(sub.namespace, sub.name)
-        if inputs is None or any(descs is None for descs in rendered):
-            self._deployed.pop(key, None)
-        else:
-            self._deployed[key] = (inputs, _revisions_of([*bases, *(d for descs in has for d in descs)]))
-        return has
+        for (position, cluster, inputs), base, descs in zip(todo, bases, rendered, strict=True):
+            # A blocked rendering (a missing feed, a failed override) keeps what the cluster has.
+            has = existing.get(cluster.namespace, []) if descs is None else [next(synced) for _ in descs]
+            kept[position] = base, has
+            if inputs is not None and descs is not None:
+                done[cluster.namespace] = (inputs, _revisions_of([base, *has]))
+        self._placed[key] = done
 
-    def _inputs(
-        self, sub: Subscription, placements: Sequence[tuple[int, ManagedCluster]], resolved: Resolved
-    ) -> int:
-        """A digest of the revisions of everything a Subscription's Bases and Descriptions are
-        derived from: it, its binding, its feeds, the overrides, its clusters."""
-        manifests, charts = resolved
+        placed = [kept[position] for position in range(len(placements))]
+        await self._delete_unbound_bases(sub, {self.bases.key_of(base) for base, _ in placed})
+        kept_descriptions = {self.descriptions.key_of(d) for _, descs in placed for d in descs}
+        await self._delete_stale_descriptions(sub, kept_descriptions)
+        return [descs for _, descs in placed]
+
+    def _shared_inputs(self, sub: Subscription, renderings: Renderings) -> int:
+        """A digest of the revisions of what every cluster's Base and Descriptions are derived
+        from: the Subscription, its feeds' objects, the Globalizations."""
         return hash(
             (
                 sub.metadata.uid,
                 sub.metadata.resource_version,
-                self.caches.bindings.revision(object_key(sub.namespace, sub.name)),
-                tuple(manifest.metadata.resource_version for _, manifest in manifests),
-                tuple(chart.metadata.resource_version for chart in charts),
+                tuple(manifest.metadata.resource_version for _, manifest in renderings.manifests),
+                tuple(chart.metadata.resource_version for chart in renderings.charts),
                 tuple((g.name, g.metadata.resource_version) for g in self.caches.globalizations.values()),
-                tuple((o.namespace, o.name, o.metadata.resource_version) for o in self.caches.localizations.values()),
-                tuple((index, cluster.namespace, cluster.metadata.resource_version) for index, cluster in placements),
             )
         )
-
-    def _derived(self, uid: str) -> int:
-        """A digest of the Bases and Descriptions of a Subscription as cached now."""
-        return _revisions_of([*self.caches.bases_of(uid), *self.caches.descriptions_of(uid)])
 
     async def _check_replicas(self, sub: Subscription, binding: SubscriptionBinding) -> None:
         short = short_replicas(binding)
@@ -376,3 +383,19 @@ class Deployer:
 
 def _revisions_of(objects: Sequence[Base | Description]) -> int:
     return hash(frozenset((obj.kind, obj.namespace, obj.name, obj.metadata.resource_version) for obj in objects))
+
+
+def _cluster_inputs(
+    shared: int, binding: SubscriptionBinding, index: int, cluster: ManagedCluster, localizations: list[Localization]
+) -> int:
+    """A digest of what one cluster's Base and Descriptions are derived from: what all share,
+    the cluster (its labels), its replica shares, the Localizations in its namespace."""
+    return hash(
+        (
+            shared,
+            cluster.namespace,
+            cluster.metadata.resource_version,
+            tuple(sorted(cluster_replicas(binding, index).items())),
+            tuple((o.name, o.metadata.resource_version) for o in localizations),
+        )
+    )
