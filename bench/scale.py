@@ -594,13 +594,15 @@ class Report:
 
         seconds(apply["Replication"], 1000, 3, "1,000 clusters: apply Replication → all Success")
         seconds(apply["Replication"], 10000, 20, "10,000 clusters: apply Replication → all Success")
-        rates = [(p.value, p) for p in write_rate["Replication"] if isinstance(p.value, float) and p.record]
+        # At the largest size measured: at 100 clusters the rate is of a burst of a fraction of a second.
+        rates = [(p.clusters, p.value, p) for p in write_rate["Replication"] if isinstance(p.value, float) and p.record]
         if rates:
-            rate, best = max(rates, key=lambda pair: pair[0])
-            ratio = rate / best.record.reference_msgs_per_s if best.record else 0.0
+            _, rate, largest = max(rates, key=lambda row: row[0])
+            ratio = rate / largest.record.reference_msgs_per_s if largest.record else 0.0
             rows.append([
-                "Description throughput (best size)", "≥ 2,000/s and ≥ 0.15 x raw",
-                f"{rate:,.0f}/s at {cluster_label(best.clusters)} = {ratio:.3f} x {ref_of(best.record)}",
+                "Description throughput, Replication rollout at the largest size measured",
+                "≥ 2,000/s and ≥ 0.15 x raw",
+                f"{rate:,.0f}/s at {cluster_label(largest.clusters)} = {ratio:.3f} x {ref_of(largest.record)}",
                 verdict(rate >= 2000 and ratio >= 0.15),
             ])
         else:
