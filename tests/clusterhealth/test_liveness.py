@@ -9,8 +9,10 @@ not heard from for 3 s is Unknown.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import structlog
@@ -23,9 +25,12 @@ from clusternet_nats.agent.service import Agent, AgentOptions
 from clusternet_nats.api.clusters import ClusterSyncMode
 from clusternet_nats.api.heartbeat import ClusterHeartbeat, heartbeat_subject
 from clusternet_nats.api.meta import ConditionStatus
+from clusternet_nats.api.subjects import LEASES_BUCKET
 from clusternet_nats.hub.registration.testing import RegistrationHub
 from clusternet_nats.runtime.connection import Connection
-from clusternet_nats.runtime.service import CommonOptions
+from clusternet_nats.runtime.partitions import DEFAULT_PARTITIONS, ReplicaOptions, partition_of
+from clusternet_nats.runtime.service import CommonOptions, serve
+from clusternet_nats.store import JsonBucket
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually, holds
@@ -171,3 +176,51 @@ async def test_a_registered_cluster_heartbeats_on_its_own_subject_and_writes_not
             await holds(ready_and_unwritten, 2 * GRACE, "Ready True with the status stream unchanged")
         finally:
             await agent.stop()
+
+
+@contextlib.asynccontextmanager
+async def health_replica(url: str, replica_id: str) -> AsyncIterator[None]:
+    """One replica of the hub's cluster health, sharing the clusters' keys with the others."""
+    stop = asyncio.Event()
+    replicas = ReplicaOptions(replica_id=replica_id, lease_duration=1.0)
+    options = CommonOptions(nats_url=url, health_port=-1, replicas=replicas)
+    task = asyncio.create_task(serve("hub", options, build_health, stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 45)
+
+
+async def owner(js: JetStreamContext, key: str) -> str:
+    """The replica id holding the cluster-health partition of `key`."""
+    held = await JsonBucket(js, LEASES_BUCKET).get(f"hub.partitions.{partition_of(key, DEFAULT_PARTITIONS)}")
+    assert held is not None, f"no replica holds the partition of {key}"
+    return held[0].decode().split("/")[0]
+
+
+async def test_a_replica_taking_over_already_knows_when_each_cluster_was_heard_from(
+    private_nats: NatsServer, private_js: JetStreamContext
+) -> None:
+    """Every replica hears every heartbeat: when the replica owning a cluster stops, the one taking
+    it over does not mistake its aged stored status for silence, and still finds it when it dies."""
+    agent = options("r")
+    watch = Watch(private_js, agent)
+    async with contextlib.AsyncExitStack() as one, contextlib.AsyncExitStack() as two:
+        replicas = {"one": one, "two": two}
+        for name, stack in replicas.items():
+            await stack.enter_async_context(health_replica(private_nats.url, name))
+        async with running_service("agent", Agent(agent).build, private_nats.url):
+            await eventually(lambda: watch.ready_is(ConditionStatus.TRUE), 10, what="Ready True")
+            stored = await watch.ready_is(ConditionStatus.TRUE)
+            assert stored is not None and stored.last_observed_time is not None
+            older = stored.last_observed_time.timestamp() + GRACE + 1
+            await eventually(lambda: time.time() > older, 10, what="the stored status older than the grace")
+            before = await last_seq(private_js)
+            await replicas[await owner(private_js, watch.key)].aclose()  # the other takes the cluster over
+
+            async def ready_and_unwritten() -> bool:
+                return await watch.ready_is(ConditionStatus.TRUE) is not None and await last_seq(private_js) == before
+
+            await holds(ready_and_unwritten, 2 * GRACE, "Ready True with the status stream unchanged")
+        await watch.goes_unknown_and_tainted()
