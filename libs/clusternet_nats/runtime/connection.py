@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlsplit
 
 import nats
 import structlog
+from clusternet_nats.runtime.backoff import Backoff
 from nats.aio.client import Client as NATS
 
 log = structlog.get_logger(__name__)
@@ -44,8 +45,12 @@ def shared_credentials(urls: Sequence[str]) -> dict[str, str]:
 
 
 class Connection:
-    def __init__(self, url: str, name: str, creds: str | None = None, inbox_prefix: str | None = None) -> None:
+    def __init__(
+        self, url: str, name: str, creds: str | None = None, inbox_prefix: str | None = None, retry_cap: float = 2.0
+    ) -> None:
         self.url, self.name, self.creds = url, name, creds
+        self.retry_cap = retry_cap
+        """The longest wait between first-connection attempts (each drawn with full jitter, backoff.py)."""
         # A cluster's credentials let it read replies under its own prefix only, never `_INBOX.>`.
         self.inbox_prefix = inbox_prefix
         self.nc: NATS | None = None
@@ -57,7 +62,7 @@ class Connection:
 
     async def connect(self, timeout: float = 60.0) -> NATS:
         deadline = asyncio.get_running_loop().time() + timeout
-        delay = 0.1
+        backoff = Backoff(0.1, self.retry_cap)
         while True:
             try:
                 servers = [u.strip() for u in self.url.split(",")]
@@ -68,7 +73,10 @@ class Connection:
                     **({} if self.creds else shared_credentials(servers)),
                     **({"inbox_prefix": self.inbox_prefix} if self.inbox_prefix else {}),
                     allow_reconnect=True,
-                    max_reconnect_attempts=-1,
+                    # nats-py retries a first connection forever, every 0.25 s whatever the
+                    # answer: a refused fleet would come back in lockstep. One more try of each
+                    # server, then the backoff below (full jitter); once connected, forever.
+                    max_reconnect_attempts=1,
                     reconnect_time_wait=0.25,
                     connect_timeout=2,
                     # A restarted server closes the socket, which is noticed at once; pings only
@@ -79,6 +87,7 @@ class Connection:
                     disconnected_cb=self._disconnected,
                     reconnected_cb=self._reconnected,
                 )
+                self.nc.options["max_reconnect_attempts"] = -1
                 # host:port only: a URL may carry a user and password.
                 where = self.nc.connected_url
                 log.info("nats.connected", url=f"{where.hostname}:{where.port}" if where else "?")
@@ -87,8 +96,7 @@ class Connection:
                 if asyncio.get_running_loop().time() > deadline:
                     raise
                 log.info("nats.connect_retry", url=_redacted(self.url), error=repr(err))
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 2.0)
+                await backoff.wait(deadline)
 
     async def close(self) -> None:
         if self.nc is not None and not self.nc.is_closed:

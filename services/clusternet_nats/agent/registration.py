@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import random
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -35,6 +36,7 @@ from clusternet_nats.api.registration import (
     registration_subject,
 )
 from clusternet_nats.domain.names import registration_request_name
+from clusternet_nats.runtime.backoff import Backoff
 from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.runtime.service import CommonOptions
 from nats.aio.client import Client as NATS
@@ -45,6 +47,13 @@ CREDENTIALS_FILE = "credentials.json"
 _CLAIMED_TIMEOUT = 10.0
 """How long an agent asks with its own secret before it falls back to its token."""
 _TOKEN_TIMEOUT = 60.0
+_ANSWER_TIMEOUT = 5.0
+"""How long one registration request waits for the registrar's answer."""
+_RETRY_BASE, _RETRY_CAP = 0.25, 10.0
+"""Backoff (seconds) between registration requests, and between first connections to the hub,
+after a refusal or a timeout: the first window, and the largest."""
+_ROUND_BASE, _ROUND_CAP = 1.0, 60.0
+"""Backoff between whole registration rounds (each: own secret, then token) that all failed."""
 log = structlog.get_logger(__name__)
 
 
@@ -77,27 +86,38 @@ async def request_registration(
     nc: NATS, spec: ClusterRegistrationRequestSpec, secret: str, timeout: float = 60.0, pending_poll: float = 2.0
 ) -> RegistrationReply:
     """Asks until the hub answers (the link may still be coming up) and, while the request is
-    Pending an administrator's decision, asks again; raises RegistrationDenied."""
+    Pending an administrator's decision, asks again; raises RegistrationDenied.
+
+    No answer, or Pending because the hub could not record it, is a failure: the next ask waits
+    with exponential backoff and full jitter, so a fleet asking at once does not ask again at once.
+    Pending an administrator is polled every `pending_poll` seconds, give or take half of it."""
     request = ClusterRegistrationRequest.new(registration_request_name(spec.cluster_id), spec=spec)
     body = RegistrationRequest(request=request, credential_hash=credential_hash(secret))
     data = body.model_dump_json(by_alias=True, exclude_none=True).encode()
-    deadline = asyncio.get_running_loop().time() + timeout
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    backoff = Backoff(_RETRY_BASE, _RETRY_CAP)
     while True:
         try:
-            msg = await nc.request(registration_subject(spec.cluster_id), data, timeout=2)
+            msg = await nc.request(registration_subject(spec.cluster_id), data, timeout=_ANSWER_TIMEOUT)
         except (NoRespondersError, NatsTimeoutError):
-            if asyncio.get_running_loop().time() > deadline:
+            if loop.time() > deadline:
                 raise
-            log.info("registration.waiting_for_hub", cluster_id=spec.cluster_id)
-            await asyncio.sleep(0.25)
+            log.info("registration.waiting_for_hub", cluster_id=spec.cluster_id, attempt=backoff.attempt)
+            await backoff.wait(deadline)
             continue
         reply = RegistrationReply.model_validate_json(msg.data)
         if reply.result == APPROVED:
             return reply
         if reply.result != PENDING:
             raise RegistrationDenied(reply.error_message or reply.result)
+        if reply.error_message:  # the hub could not record the request (its store unreachable)
+            log.info("registration.not_recorded", cluster_id=spec.cluster_id, error=reply.error_message)
+            await backoff.wait(deadline)
+            continue
         log.info("registration.pending_approval", cluster_id=spec.cluster_id)
-        await asyncio.sleep(pending_poll)
+        backoff.reset()
+        await asyncio.sleep(random.uniform(pending_poll / 2, pending_poll * 1.5))
 
 
 @dataclass(frozen=True)
@@ -142,7 +162,7 @@ class Enrollment:
             )
             attempts = [(secret, _CLAIMED_TIMEOUT)] if claimed else []
             attempts.append((self.settings.bootstrap_token, _TOKEN_TIMEOUT))
-            reply = await self._ask(spec, secret, nats_url, attempts)
+            reply = await self._register(spec, secret, nats_url, attempts)
             saved = SavedCredentials(
                 cluster_id=ident.cluster_id,
                 secret=secret,
@@ -153,12 +173,29 @@ class Enrollment:
             log.info("registration.approved", cluster_id=ident.cluster_id, namespace=saved.namespace)
         return await self._link(saved.secret, nats_url)
 
+    async def _register(
+        self, spec: ClusterRegistrationRequestSpec, secret: str, nats_url: str, attempts: list[tuple[str, float]]
+    ) -> RegistrationReply:
+        """Rounds of `_ask` until one is answered: a hub that is down, swamped or refusing is
+        asked again after a backoff with full jitter (client-go's bootstrap, too, never gives
+        up); only a denial ends it."""
+        backoff = Backoff(_ROUND_BASE, _ROUND_CAP)
+        while True:
+            try:
+                return await self._ask(spec, secret, nats_url, attempts)
+            except RegistrationDenied:
+                raise
+            except Exception as err:  # refused or unanswered: ask again later
+                delay = backoff.next_delay()
+                log.warning("registration.retry", cluster_id=spec.cluster_id, error=repr(err), seconds=round(delay, 1))
+                await asyncio.sleep(delay)
+
     async def _ask(
         self, spec: ClusterRegistrationRequestSpec, secret: str, nats_url: str, attempts: list[tuple[str, float]]
     ) -> RegistrationReply:
         """Files the request authenticated by each password in turn until one is answered."""
         for i, (password, timeout) in enumerate(attempts):
-            conn = Connection(await self._link(password, nats_url), "clusternet-agent/register")
+            conn = Connection(await self._link(password, nats_url), "clusternet-agent/register", retry_cap=_RETRY_CAP)
             conn.inbox_prefix = registering_inbox_prefix(spec.cluster_id)
             try:
                 return await request_registration(await conn.connect(timeout), spec, secret, timeout=timeout)
