@@ -2,6 +2,7 @@
 
 import asyncio
 import dataclasses
+import resource
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -46,6 +47,14 @@ def _taints(text: str) -> tuple[tuple[Taint, ...], ...]:
         return tuple(parse_taints_cycle(text))
     except ValueError as err:
         raise typer.BadParameter(str(err)) from None
+
+
+def _open_files_for(clusters: int) -> None:
+    """Lifts the soft limit on open files to the hard one when the clusters need more: each holds
+    a NATS connection (and registering, a second for a moment), and soft limits are often 1024."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < 2 * clusters + 256:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def _option(flag: str, help_: str) -> Any:
@@ -153,6 +162,7 @@ def agent(
             aggregation=LabelAggregation(labels_threshold, tuple(p for p in labels_prefix.split(",") if p)),
         ),
     )
+    _open_files_for(sim_clusters)
     try:
         built = Agent(options)
     except ValueError as err:

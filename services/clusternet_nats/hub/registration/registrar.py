@@ -147,14 +147,16 @@ class Registrar:
             await self.requests.create(
                 ClusterRegistrationRequest.new(registration_request_name(claim.cluster_id), spec=request.spec)
             )
-        with contextlib.suppress(AlreadyExistsError):
+        try:
             await self.request_status.put(key, status, 0)
-        current = await self.request_status.get(key)
+            return status  # a new request: its status is the one just written, no read needed
+        except AlreadyExistsError:
+            current = await self.request_status.get(key)  # asked before: approved, denied or pending
         return current.value if current else status
 
     async def _ensure_cluster(self, request: ClusterRegistrationRequest, claim: ClusterCredential) -> None:
-        if await self.clusters.get(claim.namespace, claim.name) is not None:
-            return
+        """Creates the ManagedCluster unless it exists (one compare-and-set, no read first: in a
+        registration storm nearly every cluster is new)."""
         spec = request.spec
         cluster = ManagedCluster.new(
             claim.name,
