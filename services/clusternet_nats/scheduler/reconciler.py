@@ -162,8 +162,6 @@ class SubscriptionScheduler:
         self.bindings = ctx.records(BINDINGS_BUCKET, SubscriptionBinding)
         self.store = StatusStore(ctx.js, BINDINGS_BUCKET, SubscriptionBinding)
         self.dependencies = Dependencies()
-        self._clusters: dict[str, ManagedCluster] = {}
-        """The informer's clusters by `ns/name`, as bindings name them."""
         self.capacity = CapacityTracker()
         self._written: dict[str, SubscriptionBinding] = {}
         self._warned: dict[str, str] = {}
@@ -201,10 +199,6 @@ class SubscriptionScheduler:
 
     def _cluster_changed(self, key: str, cluster: ManagedCluster | None) -> None:
         name = self._cluster_name(key)
-        if cluster is None:
-            self._clusters.pop(name, None)
-        else:
-            self._clusters[name] = cluster
         # While listing, every Subscription is being enqueued by its own informer anyway.
         self._enqueue(self.dependencies.cluster_changed(name, cluster, concerned=self.clusters.synced))
 
@@ -217,6 +211,11 @@ class SubscriptionScheduler:
         binding = self.bindings.get(key)
         if binding is not None and binding.draining_clusters:
             self.queue.add(key)
+
+    def _cluster(self, name: str) -> ManagedCluster | None:
+        """The cluster a binding names `ns/name` (the informer's own copy, not a second map)."""
+        namespace, _, cluster = name.partition("/")
+        return self.clusters.get(object_key(namespace, cluster)) if cluster else None
 
     @staticmethod
     def _cluster_name(key: str) -> str:
@@ -259,7 +258,7 @@ class SubscriptionScheduler:
             return
         lost, gone = self._lost_clusters(framework, sub, stored) if dividing else (set(), set())
         # A draining cluster that is gone has nothing left to keep.
-        draining = [c for c in stored.draining_clusters if c in self._clusters] if stored is not None else []
+        draining = [c for c in stored.draining_clusters if self._cluster(c) is not None] if stored is not None else []
         preempted = key in self._preempted_keys
         if dividing and not preempted and not self._admit(sub, stored, finv, lost):
             return
@@ -270,7 +269,7 @@ class SubscriptionScheduler:
             decision.binding, decision.failure, stored, decision.unscheduled, finv, decision.predictions
         )
         if stored is not None and (keep := sorted({*lost - gone, *draining} - set(binding.binding_clusters))):
-            ids = {c: found.spec.cluster_id for c in binding.binding_clusters if (found := self._clusters.get(c))}
+            ids = {c: found.spec.cluster_id for c in binding.binding_clusters if (found := self._cluster(c))}
             available = available_replicas(await self._status(key))
             if not replacement_available(binding, ids, available):
                 binding = with_draining(binding, stored, keep)
@@ -293,11 +292,11 @@ class SubscriptionScheduler:
         """Decides over the clusters the Subscription's affinity could select (when the profile
         filters by affinity at all); again over every cluster when it cannot place everything,
         so the FailedScheduling message counts the whole fleet, as Clusternet's does."""
-        everything = self._clusters.values()
+        everything = self.clusters.values()
         candidates = self.dependencies.candidates(key)
         if candidates is None or not any(isinstance(p, ClusterAffinity) for p in framework.plugins.filter):
             return await schedule(framework, sub, everything, finv, current)
-        chosen = [self._clusters[name] for name in candidates if name in self._clusters]
+        chosen = [cluster for name in candidates if (cluster := self._cluster(name)) is not None]
         decision = await schedule(framework, sub, chosen, finv, current)
         if decision.failure is None:
             return decision
@@ -314,7 +313,7 @@ class SubscriptionScheduler:
         for name in stored.binding_clusters:
             if name in stored.draining_clusters:
                 continue
-            cluster = self._clusters.get(name)
+            cluster = self._cluster(name)
             if cluster is None or cluster.metadata.deletion_timestamp is not None:
                 lost.add(name)
                 gone.add(name)
