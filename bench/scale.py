@@ -215,22 +215,25 @@ def run_one(bench: Bench, clusters: int, results: Path, timeout: float, cut: str
             raise
     elapsed = round(time.monotonic() - started, 1)
     if code is None:
-        run = Run(**{**asdict(base), "status": "timeout", "reason": f"did not finish within {timeout:.0f} s{cut}",
-                     "elapsed_s": elapsed})
+        last = tail(log, 2, before_traceback=True) or "none"
+        status, reason = "timeout", f"did not finish within {timeout:.0f} s{cut}; last output: {last}"
     elif code != 0:
-        run = Run(**{**asdict(base), "status": "failed", "reason": f"exit code {code}: {tail(log)}",
-                     "elapsed_s": elapsed})
+        status, reason = "failed", f"exit code {code}: {tail(log)}"
     elif not out.exists():
-        run = Run(**{**asdict(base), "status": "failed", "reason": f"wrote no results: {tail(log)}",
-                     "elapsed_s": elapsed})
+        status, reason = "failed", f"wrote no results: {tail(log)}"
     else:
-        run = Run(**{**asdict(base), "elapsed_s": elapsed})
+        status, reason = "ok", ""
+    run = Run(**{**asdict(base), "status": status, "reason": reason, "elapsed_s": elapsed})
     print(f"  -> {run.status} in {elapsed:.0f}s {run.reason}")
     return run
 
 
-def tail(log: Path, lines: int = 3) -> str:
+def tail(log: Path, lines: int = 3, before_traceback: bool = False) -> str:
+    """The last lines of a run's output; with `before_traceback`, those printed before the
+    interrupt's traceback, i.e. how far a stopped run got."""
     text = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
+    if before_traceback and "Traceback (most recent call last):" in text:
+        text = text[: text.index("Traceback (most recent call last):")]
     return " | ".join(line.strip() for line in text[-lines:])[:400]
 
 
@@ -897,8 +900,8 @@ def main() -> int:
     parser.add_argument("--docs", type=Path, default=DOCS, help="where scale.md and scale-*.png go")
     parser.add_argument("--report-only", action="store_true", help="render from the saved results, run nothing")
     parser.add_argument("--benches", default=",".join(b.name for b in BENCHES), help="which benches to run")
-    parser.add_argument("--timeout-base", type=float, default=120.0, help="seconds each run gets, plus ...")
-    parser.add_argument("--timeout-per-cluster", type=float, default=0.04, help="... seconds per cluster")
+    parser.add_argument("--timeout-base", type=float, default=180.0, help="seconds each run gets, plus ...")
+    parser.add_argument("--timeout-per-cluster", type=float, default=0.06, help="... seconds per cluster")
     parser.add_argument("--deadline", type=deadline_arg, help="HH:MM UTC: no run goes past it (the report still "
                         "gets written); runs cut short or not started say so")
     args = parser.parse_args()

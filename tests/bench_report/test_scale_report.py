@@ -115,6 +115,7 @@ def test_a_hung_bench_times_out_and_its_process_tree_is_stopped(scale: ModuleTyp
         "if '--help' in sys.argv:\n"
         "    print('--clusters --json')\n"
         "    sys.exit(0)\n"
+        "print('clusters registered: 100', flush=True)\n"
         f"child = subprocess.Popen(['sleep', '600'], start_new_session=True)\n"
         f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
         "time.sleep(600)\n"
@@ -122,7 +123,7 @@ def test_a_hung_bench_times_out_and_its_process_tree_is_stopped(scale: ModuleTyp
     bench = scale.Bench("hung", (scale.Invocation(str(script)),))
     run = scale.run_one(bench, 100, tmp_path, timeout=5)
     assert run.status == "timeout"
-    assert run.reason == "did not finish within 5 s"
+    assert run.reason == "did not finish within 5 s; last output: clusters registered: 100"
     child = int(pid_file.read_text())
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
 
