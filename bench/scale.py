@@ -539,6 +539,10 @@ class Report:
                   "publish_async rate of the same run, which factors out how fast the bus was then.", ""]
         lines += time_section("Registration: bootstrap token → approved → own credentials → Ready",
                               registration, None, {10000: 60})
+        spread = [(p.clusters, number(p.record.figures.get("agent_processes"))) for p in registration if p.record]
+        if any(n for _, n in spread):
+            lines += ["Simulated clusters spread over agent processes, all started at once: " + ", ".join(
+                f"{fmt(n, 0)} at {cluster_label(c)}" for c, n in spread if n) + ".", ""]
         for s in APPLY:
             lines += time_section(f"`cnet apply` of a {s} Subscription → every Description Success",
                                   apply[s], write_rate[s], {1000: 3, 10000: 20} if s == "Replication" else {})
@@ -676,7 +680,11 @@ class Report:
         return [*lines, ""]
 
     def memory_section(self, memory: dict[str, list[Point]]) -> list[str]:
-        lines = ["### Memory (resident set size, MiB)", ""]
+        lines = ["### Memory (resident set size, MiB)", "",
+                 "Read once per run when its figures were taken. A Python process rarely returns freed memory to "
+                 "the system, so a service's figure is close to its high-water mark in the run, not only what its "
+                 "objects take. The slope per cluster is what the target is about; the baseline is what the "
+                 "processes take with no cluster (interpreter, libraries, connections).", ""]
         for source, points in memory.items():
             if not points:
                 continue
