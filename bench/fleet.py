@@ -1,9 +1,10 @@
 """Benchmark: a fleet registering at once, then heartbeating, against the hub side as deployed.
 
 A secured hub nats-server (auth callout, TLS leaf port: testing/securehub.py), the hub in
-registration mode, the scheduler, deployer and predictor, each its own process as deployed, and
-`--agents` agent processes started together, each hosting its share of `--clusters` simulated
-clusters that hold only a bootstrap token. Two phases:
+registration mode (`--hub-replicas` of them sharing the work through queue groups), the scheduler,
+deployer and predictor, each its own process as deployed, and `--agents` agent processes started
+together, each hosting its share of `--clusters` simulated clusters that hold only a bootstrap
+token. Two phases:
 
 1. Registration: from the agents' start until every cluster is Ready (bootstrap token ->
    ClusterRegistrationRequest -> approved ManagedCluster -> its own credentials -> a heartbeat
@@ -140,6 +141,9 @@ async def main(args: argparse.Namespace) -> int:
             hub_args = ["--listen", f"127.0.0.1:{free_port()}", "--issuer-seed", seed]
             hub_args += ["--callout-url", secure.url("callout"), "--system-url", secure.url("sys")]
             processes = [service("hub", directory, [*common, *hub_args])]
+            for n in range(2, args.hub_replicas + 1):  # their callouts, registrars and intakes share queue groups
+                listen = ["--listen", f"127.0.0.1:{free_port()}", "--cert-dir", str(directory / f"hub-{n}-certs")]
+                processes.append(service(f"hub-{n}", directory, [*common, *hub_args[2:], *listen], module="hub"))
             processes += [service(name, directory, common) for name in HUB_SIDE[1:]]
             for proc in processes:
                 proc.start()
@@ -167,7 +171,7 @@ async def main(args: argparse.Namespace) -> int:
             ]
             processes += fleet
             hub_side = {"nats-server": psutil.Process(secure.server.proc.pid)}  # type: ignore[union-attr]
-            hub_side |= {p.name: psutil.Process(p.proc.pid) for p in processes if p.name in HUB_SIDE and p.proc}
+            hub_side |= {p.name: psutil.Process(p.proc.pid) for p in processes if p.proc and p not in fleet}
             cpu0 = cpu_seconds(hub_side)
             started = time.monotonic()
             for agent in fleet:
@@ -249,6 +253,7 @@ if __name__ == "__main__":
     parser.add_argument("--agents", type=int, default=4, help="agent processes sharing the clusters")
     parser.add_argument("--report-frequency", type=float, default=DEFAULT_REPORT_FREQUENCY, help="heartbeat seconds")
     parser.add_argument("--window", type=float, default=60.0, help="seconds of heartbeats measured")
+    parser.add_argument("--hub-replicas", type=int, default=1, help="hub processes (hub, hub-2, ...)")
     parser.add_argument("--timeout", type=float, default=600.0, help="give up registration after this")
     parser.add_argument("--json", type=Path, help="append the figures here (testing/benchresult.py)")
     sys.exit(asyncio.run(main(parser.parse_args())))
