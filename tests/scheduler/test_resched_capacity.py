@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clusternet_nats.api.inventory import NodeInventory, NodeInventoryItem
-from clusternet_nats.scheduler.capacity import CapacityTracker, free
+from clusternet_nats.scheduler.capacity import RESOURCES, CapacityTracker, free
 
 
 def inventory(requested_cpu: str, ready: bool = True) -> NodeInventory:
@@ -20,11 +20,12 @@ def inventory(requested_cpu: str, ready: bool = True) -> NodeInventory:
 
 
 def test_free_capacity_is_allocatable_minus_requested_over_ready_nodes() -> None:
+    assert RESOURCES == ("cpu", "memory", "pods")
     allocatable, left = free(inventory("1500m"))
-    assert allocatable["cpu"] == 8000 and left["cpu"] == 6500
-    assert left["memory"] == (16 - 2) * 2**30 * 1000
+    assert allocatable[0] == 8000 and left[0] == 6500
+    assert left[1] == (16 - 2) * 2**30 * 1000 and left[2] == (220 - 6) * 1000
     allocatable, left = free(inventory("1", ready=False))
-    assert (allocatable["cpu"], left["cpu"]) == (4000, 3000), "a NotReady node holds nothing"
+    assert (allocatable[0], left[0]) == (4000, 3000), "a NotReady node holds nothing"
 
 
 def test_only_a_change_past_the_threshold_counts() -> None:

@@ -17,30 +17,32 @@ from clusternet_nats.api.quantity import QuantityError, milli_value
 DEFAULT_THRESHOLD = 0.1
 RESOURCES = ("cpu", "memory", "pods")
 
-Amounts = dict[str, int]
+Amounts = tuple[int, int, int]
+"""Per resource of RESOURCES, in that order (a tuple: kept per cluster, a dict is 4 times larger)."""
 Room = tuple[Amounts, Amounts]
 """(allocatable, allocatable minus requested) of one cluster."""
 
 
 def _sum(inventory: NodeInventory, field: str) -> Amounts:
-    totals = dict.fromkeys(RESOURCES, 0)
+    totals = [0, 0, 0]
     for node in inventory.nodes:
         if not node.ready:
             continue
         amounts = getattr(node, field)
-        for name in RESOURCES:
+        for i, name in enumerate(RESOURCES):
             try:
-                totals[name] += milli_value(amounts.get(name, 0))
+                totals[i] += milli_value(amounts.get(name, 0))
             except QuantityError:
                 continue
-    return totals
+    return totals[0], totals[1], totals[2]
 
 
 def free(inventory: NodeInventory) -> Room:
     """(allocatable, allocatable minus requested) per resource, in thousandths, over Ready nodes."""
     allocatable = _sum(inventory, "allocatable")
     requested = _sum(inventory, "requested")
-    return allocatable, {name: allocatable[name] - requested[name] for name in RESOURCES}
+    cpu, memory, pods = (allocatable[i] - requested[i] for i in range(len(RESOURCES)))
+    return allocatable, (cpu, memory, pods)
 
 
 def room_of(_key: str, data: bytes, _revision: int) -> Room:
@@ -61,7 +63,7 @@ class CapacityTracker:
         allocatable, now = room
         before = self._counted.get(cluster)
         moved = before is None or any(
-            abs(now[name] - before[name]) > self.threshold * allocatable[name] for name in RESOURCES
+            abs(now[i] - before[i]) > self.threshold * allocatable[i] for i in range(len(RESOURCES))
         )
         if moved:
             self._counted[cluster] = now
