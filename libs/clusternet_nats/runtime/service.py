@@ -116,7 +116,7 @@ class ServiceContext:
         if shared_as is not None:
             self._shared[(bucket, key_filter, shared_as)] = informer
         self.conn.on_reconnect(informer.resync)
-        self.metrics.sample_value("cnet_informer_objects", lambda: len(informer.keys()), bucket)
+        self.metrics.sample_value("cnet_informer_objects", lambda: len(informer), bucket)
         self.metrics.sample_value("cnet_informer_lag_messages", lambda: informer.lag, bucket)
         self.metrics.sample_value("cnet_informer_last_applied_sequence", lambda: informer.last_sequence, bucket)
         return informer
@@ -126,13 +126,13 @@ class ServiceContext:
         shared by every caller in this process."""
         store: ObjectStore[K] = ObjectStore(self.js, KindInfo.of(model))
         bucket = store.info.bucket
-        return self.informer(bucket, lambda key, data, rev: store.decode(data, rev, key), key_filter, shared_as=model)
+        return self.informer(bucket, lambda key, data, rv: store.decode(data, rv, key), key_filter, ("objects", model))
 
     def records(self, bucket: str, model: type[M], key_filter: str = ">") -> Informer[M]:
         """The informer of a status bucket or another bucket of plain records (e.g. bindings),
         shared by every caller in this process."""
         return self.informer(
-            bucket, lambda _key, data, _revision: model.model_validate_json(data), key_filter, shared_as=model
+            bucket, lambda _key, data, _revision: model.model_validate_json(data), key_filter, ("records", model)
         )
 
     def queue(

@@ -105,6 +105,9 @@ class Informer(Generic[T]):
     def keys(self) -> list[str]:
         return list(self._cache)
 
+    def __len__(self) -> int:
+        return len(self._cache)
+
     def items(self) -> Iterator[tuple[str, T]]:
         return iter(list(self._cache.items()))
 
