@@ -51,6 +51,16 @@ def _globalization(name: str, ns: str, override: dict[str, Any], affinity: dict[
     return Globalization.new(name, None, spec=spec)
 
 
+async def bind(js: JetStreamContext, sub: Subscription, clusters: list[ManagedCluster]) -> None:
+    """What the scheduler would write: `sub` bound to every one of `clusters`."""
+    binding = SubscriptionBinding(
+        subscription_uid=sub.metadata.uid or "",
+        spec_hash=spec_hash(sub.spec),
+        binding_clusters=sorted(c.namespaced_name() for c in clusters),
+    )
+    await JsonBucket(js, BINDINGS_BUCKET).create(object_key(sub.namespace, sub.name), binding.to_json())
+
+
 @pytest.fixture
 async def deployer(nats_server: NatsServer) -> AsyncIterator[None]:
     async with running_service("clusternet-deployer", build, nats_server.url):
@@ -138,12 +148,7 @@ async def test_many_clusters_render_once_each_and_a_globalization_change_rewrite
             },
         )
     )
-    binding = SubscriptionBinding(
-        subscription_uid=sub.metadata.uid or "",
-        spec_hash=spec_hash(sub.spec),
-        binding_clusters=sorted(c.namespaced_name() for c in clusters),
-    )
-    await JsonBucket(js, BINDINGS_BUCKET).create(object_key(ns, "app"), binding.to_json())
+    await bind(js, sub, clusters)
     descriptions: ObjectStore[Description] = ObjectStore(js, KindInfo.of(Description))
 
     def deployment(desc: Description) -> dict[str, Any]:
@@ -214,12 +219,7 @@ async def test_a_description_changed_or_deleted_behind_the_deployers_back_is_put
             },
         )
     )
-    binding = SubscriptionBinding(
-        subscription_uid=sub.metadata.uid or "",
-        spec_hash=spec_hash(sub.spec),
-        binding_clusters=sorted(c.namespaced_name() for c in clusters),
-    )
-    await JsonBucket(js, BINDINGS_BUCKET).create(object_key(ns, "app"), binding.to_json())
+    await bind(js, sub, clusters)
     descriptions: ObjectStore[Description] = ObjectStore(js, KindInfo.of(Description))
     name = f"app-{short_hash(ns, 'app')}-generic"
 
