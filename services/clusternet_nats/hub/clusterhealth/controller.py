@@ -34,6 +34,7 @@ from clusternet_nats.api.meta import ConditionStatus, Taint, TaintEffect, utcnow
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.api.subjects import HEARTBEAT
 from clusternet_nats.domain.readiness import ready_of, unknown
+from clusternet_nats.hub.clusterconditions import cluster_conditions
 from clusternet_nats.hub.clusterhealth.deadlines import Deadlines
 from clusternet_nats.runtime.metrics import count_by
 from clusternet_nats.runtime.ratelimit import RateLimiter
@@ -79,7 +80,8 @@ class ClusterHealth:
         self.recorder = ctx.recorder
         self.nc, self.partitions = ctx.nc, ctx.partitions
         self.clusters = ctx.objects(ManagedCluster)
-        self.statuses = ctx.records(info.status_bucket, ManagedClusterStatus)
+        self.statuses = cluster_conditions(ctx)
+        """Conditions and heartbeat times only (a view): a write reads the whole status first."""
         self.cluster_store: ObjectStore[ManagedCluster] = ObjectStore(ctx.js, info)
         self.status_store = StatusStore(ctx.js, info.status_bucket, ManagedClusterStatus)
         self.deadlines = Deadlines()
@@ -174,13 +176,14 @@ class ClusterHealth:
         if time.time() < due:
             self.deadlines.schedule(key, due)
         elif ready is None or ready.status is not ConditionStatus.UNKNOWN:
-            status = unknown(status)
+            stored = await self.status_store.get(key)
+            status = unknown(stored.value if stored else None)
             if key in self.heard:  # say when it was last heard from, not when its status last changed
                 status.last_observed_time = max(
                     status.last_observed_time or datetime.fromtimestamp(0, UTC),
                     datetime.fromtimestamp(self.heard[key], UTC).replace(microsecond=0),
                 )
-            await self.status_store.put(key, status, self.statuses.revision(key))
+            await self.status_store.put(key, status, stored.revision if stored else 0)
             log.info("clusterhealth.unknown", cluster=key, last_heard=str(datetime.fromtimestamp(heard, UTC)))
         await self._taint(cluster, status)
 

@@ -24,6 +24,7 @@ from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterStatus
 from clusternet_nats.api.meta import Condition, set_condition
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.domain import clusterinit as init
+from clusternet_nats.hub.clusterconditions import cluster_conditions
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import object_key, split_key
 from clusternet_nats.store.index import Index
@@ -55,7 +56,8 @@ class ClusterInitController:
         status_bucket = by_kind(ManagedCluster.KIND).status_bucket
         assert status_bucket is not None
         self.clusters = ctx.objects(ManagedCluster)
-        self.statuses = ctx.records(status_bucket, ManagedClusterStatus)
+        self.statuses = cluster_conditions(ctx)
+        """Conditions and heartbeat times only (a view): a write reads the whole status first."""
         self.cluster_store = ctx.object_store(ManagedCluster)
         self.status_store = ctx.status_store(status_bucket, ManagedClusterStatus)
         self.queue = ctx.queue("cluster-init", self.reconcile)
@@ -169,14 +171,15 @@ class ClusterInitController:
             progress = self._progress(cluster.namespace, desired.spec.cluster_init_base_name) if self.enabled else None
             condition = init.init_condition(self.enabled, desired, progress or init.Progress(None))
         if not _same(current, condition):
-            await self._write_condition(key, status, condition)
+            await self._write_condition(key, condition)
             log.info("clusterinit.condition", cluster=key, status=condition.status, reason=condition.reason)
         await self._update_cluster(cluster, desired, condition)
 
-    async def _write_condition(self, key: str, status: ManagedClusterStatus | None, condition: Condition) -> None:
-        out = status.model_copy(deep=True) if status else ManagedClusterStatus()
+    async def _write_condition(self, key: str, condition: Condition) -> None:
+        stored = await self.status_store.get(key)
+        out = stored.value if stored else ManagedClusterStatus()
         out.conditions = set_condition(out.conditions or [], condition)
-        await self.status_store.put(key, out, self.statuses.revision(key))
+        await self.status_store.put(key, out, stored.revision if stored else 0)
 
     async def _update_cluster(self, cluster: ManagedCluster, desired: ManagedCluster, condition: Condition) -> None:
         taint = init.wanted_taint(self.enabled, condition)
