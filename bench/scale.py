@@ -454,6 +454,11 @@ def time_section(
     return [*lines, *table(header, rows), ""]
 
 
+def hub_service(process: str) -> bool:
+    """A hub-side service, replicas included ("hub-2", "deployer-3")."""
+    return process.split("-")[0] in HUB_SERVICES
+
+
 @dataclass(frozen=True)
 class HeartbeatCpu:
     """Percent of one core at the 3-minute frequency, derived from a run at `frequency` seconds.
@@ -487,14 +492,14 @@ def cpu_at_default(point: Point) -> HeartbeatCpu | None:
         return None
     frequency = number(point.record.figures.get("report_frequency_s")) or STATUS_FREQUENCY_S
     scale = min(1.0, frequency / STATUS_FREQUENCY_S)
-    services = sum(v for k, v in point.value.items() if k in HUB_SERVICES)
+    services = sum(v for k, v in point.value.items() if hub_service(k))
     nats = point.value.get("nats-server", 0.0)
     return HeartbeatCpu(services * scale, nats * scale, frequency, services, nats)
 
 
 def memory_split(rss: dict[str, float]) -> tuple[float, float]:
     """(hub-side services MiB, nats-server MiB); nats-server of a cluster is every `nats*` entry."""
-    services = sum(v for k, v in rss.items() if k in HUB_SERVICES)
+    services = sum(v for k, v in rss.items() if hub_service(k))
     nats = sum(v for k, v in rss.items() if k.startswith("nats"))
     return services, nats
 
@@ -835,12 +840,15 @@ def plots(outcome: Outcome, docs: Path) -> list[Path]:
         points = MEMORY[source].points(outcome, mapping)
 
     def memory_plot(ax: Axes) -> None:
-
-        def process(name: str) -> Callable[[Point], float | None]:
-            return lambda p: p.value.get(name) if isinstance(p.value, dict) else None
+        def service(name: str) -> Callable[[Point], float | None]:
+            """A service's MiB, its replicas added up."""
+            return lambda p: (
+                sum(v for k, v in p.value.items() if k.split("-")[0] == name) or None
+                if isinstance(p.value, dict) else None
+            )
 
         for name in HUB_SERVICES:
-            line(ax, points, name, process(name), linewidth=0.8)
+            line(ax, points, name, service(name), linewidth=0.8)
         line(ax, points, "hub-side services, total",
              lambda p: (memory_split(p.value)[0] if isinstance(p.value, dict) else None), linewidth=2)
         line(ax, points, "nats-server", lambda p: (memory_split(p.value)[1] if isinstance(p.value, dict) else None))

@@ -28,9 +28,10 @@ def scale() -> ModuleType:
 
 
 def services_rss(clusters: int) -> dict[str, float]:
-    """300 MiB of baseline and 40 KiB per cluster over the four services; nats-server 100 MiB + 10 KiB."""
-    per_service = (300 + clusters * 40 / 1024) / 4
-    rss = dict.fromkeys(("hub", "scheduler", "deployer", "predictor"), per_service)
+    """300 MiB of baseline and 40 KiB per cluster over the services (two hub replicas); nats-server 100 MiB
+    and 10 KiB per cluster."""
+    per_service = (300 + clusters * 40 / 1024) / 5
+    rss = dict.fromkeys(("hub", "hub-2", "scheduler", "deployer", "predictor"), per_service)
     return rss | {"nats-server": 100 + clusters * 10 / 1024, "agents": 50.0}
 
 
