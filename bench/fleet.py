@@ -177,11 +177,19 @@ async def main(args: argparse.Namespace) -> int:
             for agent in fleet:
                 agent.start()
             agent_procs = [psutil.Process(a.proc.pid) for a in fleet if a.proc]
+            shown = started
             while not watch.all_ready.is_set():
-                if time.monotonic() - started > args.timeout or not all(a.running for a in fleet):
-                    tails = "\n".join(f"--- {a.name}\n{a.log_tail()}" for a in fleet)
-                    print(f"FAILED: {len(watch.ready)} of {clusters} clusters Ready\n{tails}")
+                now = time.monotonic()
+                if now - started > args.timeout or not all(a.running for a in fleet):
+                    ready = {key.rsplit(".", 1)[-1] for key in watch.ready}
+                    names = [f"fleet{i}-{j}" for i, share in enumerate(shares) for j in range(1, share + 1)]
+                    missing = [name for name in names if name not in ready]
+                    tails = "\n".join(f"--- {a.name}\n{a.log_tail(10)}" for a in fleet)
+                    print(f"FAILED: {len(watch.ready)} of {clusters} clusters Ready; not: {missing[:20]}\n{tails}")
                     return 1
+                if now - shown >= 5:
+                    shown = now
+                    print(f"  {now - started:5.1f} s: {len(watch.ready)} Ready", flush=True)
                 await asyncio.sleep(0.1)
             registration = time.monotonic() - started
             spent = {n: round(c - cpu0[n], 1) for n, c in cpu_seconds(hub_side).items()}

@@ -14,7 +14,7 @@ import asyncio
 import dataclasses
 import os
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -54,6 +54,7 @@ _RETRY_BASE, _RETRY_CAP = 0.25, 10.0
 after a refusal or a timeout: the first window, and the largest."""
 _ROUND_BASE, _ROUND_CAP = 1.0, 60.0
 """Backoff between whole registration rounds (each: own secret, then token) that all failed."""
+_REGISTERING_AT_ONCE = 32
 log = structlog.get_logger(__name__)
 
 
@@ -131,6 +132,10 @@ class RegistrationSettings:
     leaf_url: str | None = None
     """A leaf already running beside the agent (a sidecar): connect to it and hand it the remote
     (sidecar.py) instead of starting a leaf of our own."""
+    gate: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(_REGISTERING_AT_ONCE), compare=False)
+    """Shared by the process's clusters: at most this many register at once. A process of N
+    simulated clusters comes up in waves the hub's callout answers within the server's auth
+    timeout, instead of N connections at one instant, most of them timed out and retried."""
 
 
 class Enrollment:
@@ -182,7 +187,8 @@ class Enrollment:
         backoff = Backoff(_ROUND_BASE, _ROUND_CAP)
         while True:
             try:
-                return await self._ask(spec, secret, nats_url, attempts)
+                async with self.settings.gate:
+                    return await self._ask(spec, secret, nats_url, attempts)
             except RegistrationDenied:
                 raise
             except Exception as err:  # refused or unanswered: ask again later
