@@ -1,4 +1,7 @@
-"""The hub caches a view of each cluster status (conditions and heartbeat times), never writes it back.
+"""What the hub holds and shows of cluster statuses.
+
+It caches a view of each (conditions and heartbeat times) and never writes it back; its reads
+show a cluster's last heartbeat as lastObservedTime.
 
 Cluster health and cluster init share one informer of statuses reduced to what they read
 (hub/clusterconditions.py). When either writes a status (Ready Unknown, the init condition), the
@@ -8,11 +11,15 @@ whole stored status must survive: the agent's resources, versions and statistics
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
+from datetime import datetime
 
+import aiohttp
 from clusternet_nats.agent.service import Agent, AgentOptions
 from clusternet_nats.api.meta import ConditionStatus
 from clusternet_nats.hub.clusterhealth import ClusterHealth
 from clusternet_nats.hub.clusterinit import ClusterInitController
+from clusternet_nats.hub.testing import running_hub
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
@@ -55,3 +62,35 @@ async def test_health_and_init_writes_keep_what_the_agent_reported(
             reported.node_statistics,
         )
         assert any(c.type == CLUSTER_INIT for c in unknown.conditions or [])
+
+
+async def test_reads_show_the_last_heartbeat_as_last_observed_time(
+    private_nats: NatsServer, private_js: JetStreamContext
+) -> None:
+    """A steady cluster writes no status, yet `kubectl get` shows it observed a moment ago."""
+    cluster = AgentOptions(cluster_name=f"o{uuid.uuid4().hex[:8]}", report_frequency=1.0)
+    watch = Watch(private_js, cluster)
+    path = f"/apis/clusters.clusternet.io/v1beta1/namespaces/{watch.ident.namespace}/managedclusters"
+
+    async def shown(session: aiohttp.ClientSession) -> list[datetime]:
+        async with session.get(f"{path}/{watch.ident.name}") as one, session.get(path) as many:
+            assert one.status == 200 and many.status == 200
+            items = [await one.json(), *(await many.json())["items"]]
+        return [datetime.fromisoformat(item["status"]["lastObservedTime"]) for item in items]
+
+    async with (
+        running_hub(private_nats.url) as hub,
+        running_service("agents", Agent(cluster).build, private_nats.url),
+        hub.session() as session,
+    ):
+        await eventually(lambda: watch.ready_is(ConditionStatus.TRUE), 10, what="Ready True")
+        await eventually(lambda: _ahead_of_store(watch, shown(session)), 10, what="GET and LIST ahead of the store")
+
+
+async def _ahead_of_store(watch: Watch, times: Awaitable[list[datetime]]) -> bool:
+    """Every read shows a later lastObservedTime than the status stored now (and before the reads)."""
+    stored = await watch.ready_is(ConditionStatus.TRUE)
+    assert stored is not None and stored.last_observed_time is not None
+    found = await times
+    assert len(found) == 2
+    return all(t > stored.last_observed_time for t in found)

@@ -12,7 +12,7 @@ probes and /metrics (scraped every few seconds), at info for the rest.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import nats.errors
 import structlog
@@ -26,7 +26,7 @@ from clusternet_nats.hub.events import Events
 from clusternet_nats.hub.predictor_routes import PredictorRoutes
 from clusternet_nats.hub.proxy import ProxyRoutes
 from clusternet_nats.hub.registration.http import ApprovalRoutes, TokenRoutes
-from clusternet_nats.hub.resources import Resources
+from clusternet_nats.hub.resources import Overlay, Resources
 from clusternet_nats.hub.shadow import Shadow
 from clusternet_nats.hub.tables import tables
 from clusternet_nats.hub.writes import Writer
@@ -107,11 +107,16 @@ async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 
 def make_app(
-    nc: NATS, ready: Callable[[], bool], gate: Gate, clusters: Informer[ManagedCluster]
+    nc: NATS,
+    ready: Callable[[], bool],
+    gate: Gate,
+    clusters: Informer[ManagedCluster],
+    overlays: Mapping[str, Overlay] | None = None,
 ) -> web.Application:
     """Every route sits behind `gate` (authentication, then authorization), inside the error
     middleware so that refusals too are Status objects and counted. `clusters`: the hub's one
-    informer of ManagedClusters, which the proxy finds clusters in."""
+    informer of ManagedClusters, which the proxy finds clusters in; `overlays`: what reads show
+    beyond the store, by kind."""
     js = nc.jetstream()
     app = web.Application(
         middlewares=[_observed, gate.middleware(), tables],
@@ -129,5 +134,5 @@ def make_app(
     Discovery(views).add_routes(app)
     ProxyRoutes(nc, views, clusters).add_routes(app)
     Shadow(Writer(views)).add_routes(app)
-    Resources(views).add_routes(app)
+    Resources(views, overlays).add_routes(app)
     return app

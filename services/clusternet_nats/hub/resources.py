@@ -17,6 +17,7 @@ import json
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -109,9 +110,15 @@ def _limit(request: web.Request) -> int:
     return max(limit, 0)
 
 
+Overlay = Callable[[KubeObject], None]
+"""Adds to an object read what the hub knows of it beyond the store (a ManagedCluster's last
+heartbeat: hub/clusterhealth), by kind."""
+
+
 class Resources:
-    def __init__(self, views: ObjectViews) -> None:
+    def __init__(self, views: ObjectViews, overlays: Mapping[str, Overlay] | None = None) -> None:
         self.views = views
+        self.overlays = dict(overlays or {})
         self.writer = Writer(views)
         self.watches = Watches(views.js, views)
         self._pages = _Pages()
@@ -161,7 +168,7 @@ class Resources:
             items, version = self._pages.get(request, snapshot)
         else:
             objects, positions = await read_selected(self.views, info, namespace, selector)
-            items = [obj.to_json() for obj in objects]
+            items = [self._shown(info, obj).to_json() for obj in objects]
             version, snapshot, start = format_version(positions), "", 0
         metadata: dict[str, Any] = {"resourceVersion": version}
         page = items[start : start + limit] if limit else items[start:]
@@ -180,7 +187,12 @@ class Resources:
         if _watching(request):  # the deprecated form of a watch on one object
             selector = object_selector({"fieldSelector": f"metadata.name={name}"})
             return await self.watches.serve(request, info, namespace, selector)
-        return object_response(await self._current(info, namespace, name))
+        return object_response(self._shown(info, await self._current(info, namespace, name)))
+
+    def _shown(self, info: KindInfo, obj: KubeObject) -> KubeObject:
+        if (overlay := self.overlays.get(info.kind)) is not None:
+            overlay(obj)
+        return obj
 
     async def _current(self, info: KindInfo, namespace: str | None, name: str) -> KubeObject:
         obj = await self.views.get(info, namespace, name)
@@ -245,7 +257,7 @@ class Resources:
 
     async def get_status(self, request: web.Request) -> web.Response:
         info, namespace = self._status_kind(request)
-        return object_response(await self._current(info, namespace, request.match_info["name"]))
+        return object_response(self._shown(info, await self._current(info, namespace, request.match_info["name"])))
 
     async def replace_status(self, request: web.Request) -> web.Response:
         info, namespace = self._status_kind(request)

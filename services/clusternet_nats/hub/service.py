@@ -9,6 +9,7 @@ lets in-flight requests finish before the NATS connection is drained.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 
 import structlog
 from aiohttp import web
@@ -19,6 +20,7 @@ from clusternet_nats.hub.clusterhealth import ClusterHealth
 from clusternet_nats.hub.clusterinit import ClusterInitController
 from clusternet_nats.hub.feedinventory import FeedInventoryController
 from clusternet_nats.hub.helmcharts import HelmChartController
+from clusternet_nats.hub.resources import Overlay
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.runtime.tlsbuffers import limit_tls_read_buffer
 
@@ -36,8 +38,11 @@ def parse_listen(listen: str) -> tuple[str, int]:
 
 
 class HubServer:
-    def __init__(self, ctx: ServiceContext, listen: str, security: SecurityOptions) -> None:
+    def __init__(
+        self, ctx: ServiceContext, listen: str, security: SecurityOptions, overlays: Mapping[str, Overlay] | None = None
+    ) -> None:
         self.ctx = ctx
+        self.overlays = overlays
         self.host, self.port = parse_listen(listen)
         self.security_options = security
         self.security: Security | None = None
@@ -48,7 +53,7 @@ class HubServer:
 
     async def start(self) -> None:
         self.security = security = await Security.load(self.security_options, self.host)
-        app = make_app(self.ctx.nc, self.ctx.is_ready, security.gate, self.ctx.objects(ManagedCluster))
+        app = make_app(self.ctx.nc, self.ctx.is_ready, security.gate, self.ctx.objects(ManagedCluster), self.overlays)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         limit_tls_read_buffer()  # a connection per watch: 256 KiB each by default
@@ -84,8 +89,8 @@ async def build(
     """`security`: TLS and access settings; the defaults generate a CA in the default cert dir and
     let only `system:masters` in (with no authenticator configured, nobody). `cluster_init`: the
     ClusterInit feature gate."""
-    server = HubServer(ctx, listen, security or SecurityOptions())
-    ClusterHealth(ctx)
+    health = ClusterHealth(ctx)
+    server = HubServer(ctx, listen, security or SecurityOptions(), {ManagedCluster.KIND: health.show_observed})
     ClusterInitController(ctx, cluster_init)
     FeedInventoryController(ctx)
     HelmChartController(ctx)

@@ -30,7 +30,7 @@ import structlog
 from clusternet_nats.api import labels as known
 from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterStatus
 from clusternet_nats.api.heartbeat import MAX_HEARTBEAT_BYTES, ClusterHeartbeat, HeartbeatAnswer, answer_subject
-from clusternet_nats.api.meta import ConditionStatus, Taint, TaintEffect, utcnow
+from clusternet_nats.api.meta import ConditionStatus, KubeObject, Taint, TaintEffect, utcnow
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.api.subjects import HEARTBEAT
 from clusternet_nats.domain.readiness import ready_of, unknown
@@ -103,6 +103,20 @@ class ClusterHealth:
 
     def _heard(self, key: str) -> float:
         return max(self.heard.get(key, 0.0), self.started)
+
+    def _observed(self, key: str, status: ManagedClusterStatus) -> None:
+        """lastObservedTime: the last heartbeat heard, when later than the last status write."""
+        if (heard := self.heard.get(key)) is not None:
+            when = datetime.fromtimestamp(heard, UTC).replace(microsecond=0)
+            if status.last_observed_time is None or status.last_observed_time < when:
+                status.last_observed_time = when
+
+    def show_observed(self, obj: KubeObject) -> None:
+        """What the hub's reads show of a ManagedCluster: a steady cluster writes no status (its
+        heartbeats are core NATS messages), so its stored lastObservedTime is its last change; GET
+        and LIST show its last heartbeat, as Clusternet's, whose every report is a write."""
+        if isinstance(obj, ManagedCluster):
+            self._observed(object_key(obj.metadata.namespace, obj.metadata.name or ""), obj.status)
 
     async def _fire_deadlines(self) -> None:
         await self.deadlines.run(self._due)
@@ -178,11 +192,7 @@ class ClusterHealth:
         elif ready is None or ready.status is not ConditionStatus.UNKNOWN:
             stored = await self.status_store.get(key)
             status = unknown(stored.value if stored else None)
-            if key in self.heard:  # say when it was last heard from, not when its status last changed
-                status.last_observed_time = max(
-                    status.last_observed_time or datetime.fromtimestamp(0, UTC),
-                    datetime.fromtimestamp(self.heard[key], UTC).replace(microsecond=0),
-                )
+            self._observed(key, status)  # when it was last heard from, not when its status last changed
             await self.status_store.put(key, status, stored.revision if stored else 0)
             log.info("clusterhealth.unknown", cluster=key, last_heard=str(datetime.fromtimestamp(heard, UTC)))
         await self._taint(cluster, status)
