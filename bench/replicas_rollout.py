@@ -54,7 +54,8 @@ def one_run(workdir: Path, clusters: int, nats: int, replicas: int, log_level: s
         start = time.monotonic() - began
         manifests = system.workdir / "bench.yaml"
         manifests.write_text(MANIFESTS)
-        elapsed = rollout(system, manifests, clusters, timeout)
+        outcome = rollout(system, manifests, clusters, timeout)
+        elapsed = outcome[0] if outcome else None
         load = load_average()
         reference = asyncio.run(publish_async_rate(system.nats_url, int(system.stream_replicas)))
     finally:

@@ -123,24 +123,27 @@ def cnet_apply(system: System, manifest_file: Path) -> None:
     subprocess.run([str(cnet), "--config", str(system.cnet_config), "apply", "-f", str(manifest_file)], check=True)
 
 
-def rollout(system: System, manifest_file: Path, clusters: int, timeout: float) -> float | None:
-    """`cnet apply` of the manifests, then seconds until every Description is Success and the
-    Subscription counts `clusters` completed releases; None (and why, printed) after `timeout`."""
+def rollout(system: System, manifest_file: Path, clusters: int | None, timeout: float) -> tuple[float, int] | None:
+    """`cnet apply` of the manifests, then (seconds until the Subscription counts every bound
+    cluster's release completed and every Description is Success, clusters bound); None (and
+    why, printed) after `timeout`. `clusters`: how many must be bound (Replication binds every
+    cluster); None: as many as the scheduler binds (Dividing, like Clusternet's, scores an
+    adaptive share of a fleet over 100 clusters: 42% of 1,000, 5% of 10,000)."""
     started = time.monotonic()
     cnet_apply(system, manifest_file)
     detail = ""
     while True:
         sub = system.hub_get(SUBSCRIPTION)
         status = sub.get("status") or {}
-        done = status.get("completedReleases", 0)
-        if done >= clusters:
+        done, desired = status.get("completedReleases", 0), status.get("desiredReleases", 0)
+        if desired and done >= desired and desired >= (clusters or 0):
             descs = system.hub_get(DESCRIPTIONS)["items"]
             ok = sum(1 for d in descs if (d.get("status") or {}).get("phase") == "Success")
-            if ok >= clusters:
-                return time.monotonic() - started
+            if ok >= desired:
+                return time.monotonic() - started, desired
             detail = f"{ok} descriptions Success"
         else:
-            detail = f"completedReleases {done}/{status.get('desiredReleases', 0)}"
+            detail = f"completedReleases {done}/{desired}"
         if time.monotonic() - started > timeout:
             print(f"TIMEOUT after {timeout}s: {detail}")
             return None
@@ -223,17 +226,26 @@ def main() -> int:
     parser.add_argument("--log-level", default="warning")
     parser.add_argument("--nats-cluster", type=int, default=1, help="nats-servers in one JetStream cluster (R3)")
     parser.add_argument("--no-globalization", action="store_true", help="skip the Globalization update phase")
+    parser.add_argument(
+        "--agents", type=int, default=0, help="agent processes the clusters are spread over (default: 1 per 1,000)"
+    )
     parser.add_argument("--json", type=Path, help="append the figures here (testing/benchresult.py)")
     args = parser.parse_args()
+    args.agents = args.agents or max(1, -(-args.clusters // 1000))
 
     workdir = Path(tempfile.mkdtemp(prefix="cnet-bench-"))
+    per_agent = -(-args.clusters // args.agents)
     system = System(
         workdir,
-        sim_clusters=args.clusters,
+        sim_clusters=min(per_agent, args.clusters),
         labels_cycle="env=bench",
         log_level=args.log_level,
         nats_cluster=args.nats_cluster,
     )
+    for i in range(1, args.agents):
+        count = min(per_agent, args.clusters - i * per_agent)
+        if count > 0:
+            system.add_agent(f"agent-{i + 1}", f"sim{i + 1}", count, "env=bench")
     t0 = time.monotonic()
     system.start(timeout=300)
     startup = time.monotonic() - t0
@@ -244,15 +256,17 @@ def main() -> int:
         print(f"clusters registered: {len(mcls)} (system start {startup:.1f}s)")
         bases_before = asyncio.run(last_sequence(system.nats_url, Base))
         descriptions_before = asyncio.run(last_sequence(system.nats_url, Description))
-        elapsed = rollout(system, manifest_file, args.clusters, args.timeout)
-        if elapsed is None:
+        must_bind = args.clusters if args.strategy == "Replication" else None
+        outcome = rollout(system, manifest_file, must_bind, args.timeout)
+        if outcome is None:
             return 1
+        elapsed, bound = outcome
         load = load_average()
         replicas = system.stream_replicas
         nats_kind = f"{args.nats_cluster}-server cluster, R{replicas}" if args.nats_cluster > 1 else "1 server"
         print(
-            f"{args.strategy}: apply -> all {args.clusters} Descriptions Success: {elapsed:.2f}s "
-            f"(NATS {nats_kind}, load {load})"
+            f"{args.strategy}: apply -> all {bound} Descriptions Success ({bound} of {args.clusters} clusters bound): "
+            f"{elapsed:.2f}s (NATS {nats_kind}, load {load})"
         )
         base_rate, base_span = rate(asyncio.run(written(system.nats_url, Base, bases_before)))
         description_stamps = asyncio.run(written(system.nats_url, Description, descriptions_before))
@@ -273,14 +287,14 @@ def main() -> int:
         for name, mib in sorted(hub_side.items()):
             print(f"  rss {name:12s} {mib:7.1f} MiB")
         print(f"hub-side memory total: {sum(hub_side.values()):.1f} MiB")
-        agent = system.services["agent"].proc
-        if agent is not None:
-            hub_side["agents"] = rss_mib(agent.pid)
-            print(f"agent process ({args.clusters} simulated clusters): {hub_side['agents']:.1f} MiB")
+        agents = [system.services[name].proc for name in system.agents()]
+        hub_side["agents"] = sum(rss_mib(proc.pid) for proc in agents if proc is not None)
+        print(f"agent processes ({len(agents)}, {args.clusters} simulated clusters): {hub_side['agents']:.1f} MiB")
         if args.json:
             figures: dict[str, benchresult.Figure] = {
                 "strategy": args.strategy,
                 "apply_to_success_s": round(elapsed, 3),
+                "clusters_bound": bound,
                 "descriptions_per_s": round(description_rate, 1),
                 "rss_mib": {name: round(mib, 1) for name, mib in hub_side.items()},
             }
