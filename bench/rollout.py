@@ -29,7 +29,10 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+from http import HTTPStatus
 from pathlib import Path
+from typing import Any
 
 import nats
 import psutil
@@ -121,6 +124,18 @@ def rss_mib(pid: int) -> float:
 def cnet_apply(system: System, manifest_file: Path) -> None:
     cnet = Path(sys.executable).parent / "cnet"
     subprocess.run([str(cnet), "--config", str(system.cnet_config), "apply", "-f", str(manifest_file)], check=True)
+
+
+def hub_get(system: System, path: str) -> Any:
+    """The hub's answer, or None while it sheds load (503) or is slow: the poll asks again."""
+    try:
+        return system.hub_get(path)
+    except urllib.error.HTTPError as err:
+        if err.code != HTTPStatus.SERVICE_UNAVAILABLE:
+            raise
+    except TimeoutError:
+        pass
+    return None
 
 
 def rollout(system: System, manifest_file: Path, clusters: int | None, timeout: float) -> tuple[float, int] | None:
@@ -252,8 +267,8 @@ def main() -> int:
     manifest_file = workdir / "bench.yaml"
     manifest_file.write_text(manifests(args.strategy, args.clusters))
     try:
-        mcls = system.hub_get("/apis/clusters.clusternet.io/v1beta1/managedclusters")["items"]
-        print(f"clusters registered: {len(mcls)} (system start {startup:.1f}s)")
+        mcls = hub_get(system, "/apis/clusters.clusternet.io/v1beta1/managedclusters")
+        print(f"clusters registered: {len(mcls['items']) if mcls else '?'} (system start {startup:.1f}s)")
         bases_before = asyncio.run(last_sequence(system.nats_url, Base))
         descriptions_before = asyncio.run(last_sequence(system.nats_url, Description))
         must_bind = args.clusters if args.strategy == "Replication" else None
