@@ -43,7 +43,7 @@ from clusternet_nats.deployer.descriptions import (
 )
 from clusternet_nats.deployer.helmreleases import HelmReleases
 from clusternet_nats.deployer.overrides import OverrideError
-from clusternet_nats.deployer.status import Release, aggregate
+from clusternet_nats.deployer.status import Aggregator, Release
 from clusternet_nats.deployer.warnings import Warnings
 from clusternet_nats.deployer.writes import PARALLELISM, Outcome, concurrently, ensure_all, remove_all
 from clusternet_nats.domain.descriptions import SUCCESSFULLY_DEPLOYED, failed
@@ -88,6 +88,8 @@ class Deployer:
         self.helm_releases = HelmReleases(ctx, caches)
         self._recording: set[asyncio.Task[list[None]]] = set()
         """Events being recorded (`_announce`), kept so that they are not collected half-way."""
+        self.aggregator = Aggregator()
+        """Each Subscription's status, recomputed for the clusters whose Description statuses changed."""
         self._placed: dict[str, dict[str, tuple[int, int]]] = {}
         """By Subscription key, by cluster namespace: digests of what the cluster's Base and
         Descriptions were last derived from (`_cluster_inputs`) and of them as written."""
@@ -97,6 +99,7 @@ class Deployer:
             sub = self.caches.subscriptions.get(key)
             if sub is None or is_deleting(sub):
                 self._placed.pop(key, None)
+                self.aggregator.forget(key)
             if sub is None:
                 # Its Bases and Descriptions are orphans now, collected by the sweep.
                 if await self.statuses.get(key) is not None:
@@ -370,7 +373,7 @@ class Deployer:
 
     async def _sync_status(self, sub: Subscription, releases: Sequence[Release]) -> None:
         key = object_key(sub.namespace, sub.name)
-        status = aggregate(sub.spec.feeds, releases)
+        status = self.aggregator.aggregate(key, sub.spec.feeds, releases)
         current = await self.statuses.get(key)
         if current is not None and current.value == status:
             return
