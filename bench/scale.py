@@ -63,19 +63,14 @@ class Invocation:
 
 @dataclass(frozen=True)
 class Bench:
-    """A bench of the report. The first candidate whose script exists and takes `--json` runs;
-    `unless` names a script whose presence makes this bench redundant (a merged successor)."""
+    """A bench of the report. The first candidate whose script exists and takes `--json` runs."""
 
     name: str
     candidates: tuple[Invocation, ...]
-    unless: str | None = None
 
 
 BENCHES = (
-    Bench(
-        "rollout-Replication",
-        (Invocation("bench/rollout.py", ("--strategy", "Replication")), Invocation("bench/replication_rollout.py")),
-    ),
+    Bench("rollout-Replication", (Invocation("bench/rollout.py", ("--strategy", "Replication")),)),
     # The Globalization update is reported from the Replication run; the Dividing one skips it.
     Bench(
         "rollout-Dividing",
@@ -85,8 +80,6 @@ BENCHES = (
     # its phase (at Clusternet's 180 s, a window right after registration can see none), a third of
     # the time a 180 s window would take; the report derives the 180 s figure and says so.
     Bench("fleet", (Invocation("bench/fleet.py", tuning=(("--report-frequency", "60"), ("--window", "60"))),)),
-    Bench("registration", (Invocation("bench/registration.py"),), unless="bench/fleet.py"),
-    Bench("heartbeats", (Invocation("bench/registered_heartbeats.py"),), unless="bench/fleet.py"),
 )
 
 
@@ -96,7 +89,7 @@ class Run:
 
     bench: str
     clusters: int
-    status: str  # ok | failed | timeout | missing | skipped
+    status: str  # ok | failed | timeout | missing | not run
     reason: str = ""
     command: tuple[str, ...] = ()
     elapsed_s: float = 0.0
@@ -119,8 +112,6 @@ class Run:
 
 def choose(bench: Bench) -> Invocation | str:
     """The invocation to run (tuning the script does not take left out), or why none can."""
-    if bench.unless and (REPO / bench.unless).exists():
-        return f"superseded by {bench.unless}"
     missing = []
     for candidate in bench.candidates:
         script = REPO / candidate.script
@@ -182,8 +173,7 @@ def run_one(bench: Bench, clusters: int, results: Path, timeout: float, cut: str
     """Run `bench` at `clusters`, its raw results into results/<bench>-<clusters>.jsonl."""
     chosen = choose(bench)
     if isinstance(chosen, str):
-        status = "skipped" if chosen.startswith("superseded") else "missing"
-        return Run(bench.name, clusters, status, reason=chosen, started_at=now())
+        return Run(bench.name, clusters, "missing", reason=chosen, started_at=now())
     out = results / f"{bench.name}-{clusters}.jsonl"
     log = results / f"{bench.name}-{clusters}.log"
     out.unlink(missing_ok=True)
@@ -331,8 +321,6 @@ class Series:
                     break
                 if run.status == "ok" and not outcome.records.get((bench, n)):
                     reasons.append(f"{bench} wrote no records")
-                elif run.status == "skipped":
-                    continue
                 elif run.status != "ok":
                     reasons.append(f"{bench} {run.status}: {run.reason}")
             if found:
@@ -347,7 +335,7 @@ def strategy(name: str) -> Callable[[BenchResult], bool]:
 
 
 ROLLOUT = {s: ("rollout-" + s,) for s in ("Replication", "Dividing")}
-FLEET = ("fleet", "registration", "heartbeats")
+FLEET = ("fleet",)
 
 
 GLOBAL_BENCHES = (*ROLLOUT["Replication"], "globalization")
@@ -551,6 +539,12 @@ class Report:
         for s in APPLY:
             lines += time_section(f"`cnet apply` of a {s} Subscription → every Description Success",
                                   apply[s], write_rate[s], {1000: 3, 10000: 20} if s == "Replication" else {})
+            bound = [(p.clusters, number(p.record.figures.get("clusters_bound"))) for p in apply[s] if p.record]
+            if any(n is not None and n != c for c, n in bound):
+                lines += ["Clusters the scheduler bound (a Dividing Subscription over more than 100 clusters is "
+                          "bound to an adaptive share of them, as in Clusternet; the time is until those are "
+                          "Success): " + ", ".join(f"{fmt(n, 0)} of {cluster_label(c)}" for c, n in bound
+                                                   if n is not None) + ".", ""]
         lines += time_section("Globalization touching every cluster changed → every Description updated",
                               glob, glob_rate, {})
         updated = [(p.clusters, p.value) for p in glob_n if isinstance(p.value, float)]
@@ -728,8 +722,6 @@ class Report:
     def runs_section(self) -> list[str]:
         rows = []
         for (bench, n), run in sorted(self.outcome.runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-            if run.status == "skipped":
-                continue
             scripts = sorted({
                 part[part.index("bench/"):] for cmd in run.others_running for part in cmd.split()
                 if "bench/" in part and part.endswith(".py")

@@ -56,8 +56,13 @@ def results(scale: ModuleType, tmp_path: Path) -> Path:
             "descriptions_per_s": 2 * n / apply_s,
         }, reference=40000.0)
     ran(scale, results, "rollout-Replication", 10000, "timeout", "did not finish within 520 s")
-    for n in (100, 1000, 5000, 10000):
+    for n in (100, 5000, 10000):
         ran(scale, results, "rollout-Dividing", n, "missing", "bench/rollout.py does not exist")
+    out = ran(scale, results, "rollout-Dividing", 1000)
+    benchresult.write(out, "rollout", 1000, {
+        "strategy": "Dividing", "apply_to_success_s": 1.5, "clusters_bound": 420.0, "descriptions_per_s": 300.0,
+        "rss_mib": services_rss(1000),
+    }, reference=40000.0)
     for n in (100, 1000, 10000):
         out = ran(scale, results, "fleet", n)
         benchresult.write(out, "fleet", n, {
@@ -87,6 +92,9 @@ def test_report_shows_measured_figures_targets_and_why_others_are_missing(
     # Missing bench and failed size name their reason.
     assert "| 100 | not measured: rollout-Dividing missing: bench/rollout.py does not exist |" in text
     assert "| 5,000 | not measured: fleet failed: exit code 1: agent died |" in text
+    # Dividing binds a share of the fleet; its time is until those are Success, and the report says so.
+    assert "| 1,000 | 1.50 | 300 | 40,000 | 0.007 | — |" in text
+    assert "the time is until those are Success): 420 of 1,000." in text
     # Heartbeat CPU measured at 10 s, derived to 180 s: hub 180 % x 10/180 = 10 % at 10,000 clusters,
     # between that and the 180 % measured; at 1,000 clusters 18 % measured bounds it under 20 %.
     assert "services 10.0 % (derived from heartbeats every 10 s, at most 180.0 %); nats-server 5.0 % | " \
