@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -132,7 +133,10 @@ class OpenModel(Model):
     model_config = ConfigDict(extra="allow")
 
 
+@functools.lru_cache(maxsize=4096)
 def _check_qualified_key(key: str) -> str:
+    """Cached: a fleet's derived objects carry the same few label keys thousands of times (an
+    error is not cached, so a bad key is refused every time)."""
     prefix, _, name = key.rpartition("/")
     if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
         raise ValueError(f"invalid prefix {prefix!r} in key {key!r}: must be a DNS subdomain")
