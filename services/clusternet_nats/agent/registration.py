@@ -195,6 +195,11 @@ class Enrollment:
                 delay = backoff.next_delay()
                 log.warning("registration.retry", cluster_id=spec.cluster_id, error=repr(err), seconds=round(delay, 1))
                 await asyncio.sleep(delay)
+            # The round may have registered the id before its answer was lost; then a token is
+            # refused for it ("already registered") and only our own secret connects. Token first:
+            # in a storm most ids are still new, and a refused secret counts against our source.
+            token = self.settings.bootstrap_token
+            attempts = [(token, _CLAIMED_TIMEOUT), (secret, _CLAIMED_TIMEOUT)]
 
     async def _ask(
         self, spec: ClusterRegistrationRequestSpec, secret: str, nats_url: str, attempts: list[tuple[str, float]]
