@@ -51,6 +51,12 @@ def _globalization(name: str, ns: str, override: dict[str, Any], affinity: dict[
     return Globalization.new(name, None, spec=spec)
 
 
+async def subscribe(js: JetStreamContext, ns: str, feeds: list[dict[str, str]]) -> Subscription:
+    """Subscription `app` of `feeds` for every cluster."""
+    sub = Subscription.new("app", ns, spec={"subscribers": [{"clusterAffinity": {}}], "feeds": feeds})
+    return await ObjectStore(js, KindInfo.of(Subscription)).create(sub)
+
+
 async def bind(js: JetStreamContext, sub: Subscription, clusters: list[ManagedCluster]) -> None:
     """What the scheduler would write: `sub` bound to every one of `clusters`."""
     binding = SubscriptionBinding(
@@ -135,18 +141,13 @@ async def test_many_clusters_render_once_each_and_a_globalization_change_rewrite
             },
         )
     )
-    sub = await ObjectStore(js, KindInfo.of(Subscription)).create(
-        Subscription.new(
-            "app",
-            ns,
-            spec={
-                "subscribers": [{"clusterAffinity": {}}],
-                "feeds": [
-                    {"apiVersion": "v1", "kind": "Namespace", "name": ns},
-                    {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": ns, "name": "web"},
-                ],
-            },
-        )
+    sub = await subscribe(
+        js,
+        ns,
+        [
+            {"apiVersion": "v1", "kind": "Namespace", "name": ns},
+            {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": ns, "name": "web"},
+        ],
     )
     await bind(js, sub, clusters)
     descriptions: ObjectStore[Description] = ObjectStore(js, KindInfo.of(Description))
@@ -209,16 +210,7 @@ async def test_a_description_changed_or_deleted_behind_the_deployers_back_is_put
     ]
     namespace = parse_object({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     await ObjectStore(js, KindInfo.of(type(namespace))).create(namespace)
-    sub = await ObjectStore(js, KindInfo.of(Subscription)).create(
-        Subscription.new(
-            "app",
-            ns,
-            spec={
-                "subscribers": [{"clusterAffinity": {}}],
-                "feeds": [{"apiVersion": "v1", "kind": "Namespace", "name": ns}],
-            },
-        )
-    )
+    sub = await subscribe(js, ns, [{"apiVersion": "v1", "kind": "Namespace", "name": ns}])
     await bind(js, sub, clusters)
     descriptions: ObjectStore[Description] = ObjectStore(js, KindInfo.of(Description))
     name = f"app-{short_hash(ns, 'app')}-generic"
