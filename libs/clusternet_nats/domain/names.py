@@ -20,9 +20,16 @@ def short_hash(*parts: str, length: int = 5) -> str:
     return "".join(out)
 
 
+NAMESPACE_HASH_LENGTH = 16
+"""27^16 (~2^76) names: a fleet of a million clusters shares none by chance (five letters, 27^5,
+gave two of 5,000 simulated clusters one namespace), and nobody can search for a cluster id whose
+namespace is another cluster's, which would put its credential in that cluster's namespace.
+Clusternet's apiserver refuses a taken name instead; here agent and hub derive it unasked."""
+
+
 def dedicated_namespace(cluster_id: str) -> str:
     """The hub namespace holding one cluster's ManagedCluster, Descriptions and status."""
-    return f"clusternet-{short_hash(cluster_id)}"
+    return f"clusternet-{short_hash(cluster_id, length=NAMESPACE_HASH_LENGTH)}"
 
 
 def registration_request_name(cluster_id: str) -> str:
