@@ -226,6 +226,12 @@ KV = Subject(
 HUB_INBOX = Subject(
     "_INBOX.{rest}", frozenset({Party.HUB, Party.SERVER}), HUB, "nats-py's default inboxes, hub side only."
 )
+PUBLISH_ACKS = Subject(
+    "_INBOX.{batch}.{index}",
+    SERVER,
+    HUB,
+    "JetStream's acks of one pipelined batch of publishes (store/kv.py), a token per message; hub side only.",
+)
 JETSTREAM = Subject(
     "$JS.{rest}",
     frozenset({Party.HUB, Party.SERVER}),
@@ -274,6 +280,7 @@ SUBJECTS: tuple[Subject, ...] = (
     EVENTS,
     KV,
     HUB_INBOX,
+    PUBLISH_ACKS,
     JETSTREAM,
     AUTH_REQUEST,
     SERVER_INBOX,

@@ -41,6 +41,7 @@ from typing import Any, Generic, TypeVar
 import structlog
 from clusternet_nats.api.meta import KubeObject, utcnow
 from clusternet_nats.api.registry import KindInfo
+from clusternet_nats.api.subjects import PUBLISH_ACKS
 from clusternet_nats.domain.finalizers import added_while_deleting, held
 from clusternet_nats.store.domain import api_prefix
 from clusternet_nats.store.errors import (
@@ -116,7 +117,7 @@ async def _pipelined(
     has no public accessor (tests/store/test_nats_py.py).
     """
     nc = js._nc
-    inbox = nc.new_inbox()
+    batch = uuid.uuid4().hex
     loop = asyncio.get_running_loop()
     acks: dict[str, asyncio.Future[Msg]] = {}
     room = asyncio.Semaphore(MAX_PENDING)
@@ -127,11 +128,11 @@ async def _pipelined(
             ack.set_result(msg)
             room.release()
 
-    sub = await nc.subscribe(f"{inbox}.*", cb=acked)
+    sub = await nc.subscribe(PUBLISH_ACKS.filter(batch=batch), cb=acked)
     try:
         for index, (subject, data, headers) in enumerate(publishes):
             await asyncio.wait_for(room.acquire(), WRITE_TIMEOUT)
-            reply = f"{inbox}.{index}"
+            reply = PUBLISH_ACKS.format(batch=batch, index=str(index))
             acks[reply] = loop.create_future()
             await nc.publish(subject, data, reply=reply, headers=headers)
         if acks:
