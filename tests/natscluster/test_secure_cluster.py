@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterStatus
+from clusternet_nats.api.heartbeat import ClusterHeartbeat
 from clusternet_nats.api.registry import by_kind
-from clusternet_nats.api.subjects import CREDENTIALS_BUCKET
+from clusternet_nats.api.subjects import CREDENTIALS_BUCKET, HEARTBEAT
 from clusternet_nats.hub.registration.testing import RegistrationHub, secured_hub
 from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.store import ObjectStore, StatusStore
@@ -21,6 +22,7 @@ from clusternet_nats.store.keys import kv_stream
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.securehub import SecureHubCluster
 from clusternet_nats.testing.waiting import eventually
+from nats.aio.msg import Msg
 
 from ..registration.harness import running_agent
 
@@ -60,12 +62,23 @@ async def test_an_agent_keeps_working_when_its_leafs_server_dies(hub: Registrati
 
         await eventually(relinked, 30, what="the leaf node linked to another server")
 
-        async def beat_after(revision: int) -> ManagedClusterStatus | None:
-            found = await statuses.get(key)
-            return found.value if found and found.revision > revision else None
+        # A steady cluster's heartbeat is a core NATS message, not a status write.
+        heard: list[ClusterHeartbeat] = []
 
-        beat = await eventually(lambda: beat_after(before.revision), 30, what="a heartbeat after the server died")
-        assert beat.healthz
+        async def hear(msg: Msg) -> None:
+            heard.append(ClusterHeartbeat.model_validate_json(msg.data))
+
+        sub = await hub.nc.subscribe(HEARTBEAT.filter(), cb=hear)
+        try:
+            await eventually(
+                lambda: any(b.cluster_id == cluster.spec.cluster_id for b in heard),
+                30,
+                what="a heartbeat after the server died",
+            )
+        finally:
+            await sub.unsubscribe()
+        after = await statuses.get(key)
+        assert after is not None and after.revision >= before.revision and after.value.healthz
         linked[0].start()
         hub.secure.server.wait_meta_leader()
 
