@@ -13,7 +13,9 @@ a steady fleet stores nothing. The hub's cluster-health controller marks a clust
 three missed heartbeats; when it did, or anything else replaced the status this agent wrote, the
 hub answers the next heartbeat and the agent writes its status again. As Clusternet's status
 manager, it remembers what it last wrote (status revision, labels) and reads again only on a
-conflict or such an answer. A failed round is retried within a second, not a period.
+conflict or such an answer. A failed round is retried sooner than a period, after a wait drawn with
+full jitter from a window that starts at a second and doubles (runtime/backoff.py): the thousands of
+clusters of a fleet that failed together (a hub restart, a store outage) do not retry together.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
 from clusternet_nats.api.meta import set_condition, utcnow
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.domain.readiness import ready_condition
+from clusternet_nats.runtime.backoff import Backoff
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import ConflictError, ObjectStore, StatusStore, Versioned
 from nats.aio.msg import Msg
@@ -38,6 +41,7 @@ from pydantic import ValidationError
 
 DEFAULT_REPORT_FREQUENCY = 180.0
 _RETRY_SECONDS = 1.0
+"""The first window a failed round is retried in; it doubles, with full jitter, up to the period."""
 
 log = structlog.get_logger(__name__)
 
@@ -73,6 +77,7 @@ class Heartbeat:
 
     async def run(self) -> None:
         answers: Subscription | None = None
+        retry = Backoff(base=min(self.frequency, _RETRY_SECONDS), cap=self.frequency)
         try:
             while True:
                 self._rewrite.clear()  # an answer arriving during the round asks for another
@@ -83,10 +88,11 @@ class Heartbeat:
                         await self.register()
                     await self.report()
                     self.registered = True
+                    retry.reset()
                     delay = self.frequency
                 except Exception as err:
-                    self._log.warning("heartbeat.failed", error=repr(err))
-                    delay = min(self.frequency, _RETRY_SECONDS)
+                    delay = retry.next_delay()
+                    self._log.warning("heartbeat.failed", error=repr(err), retry_in=round(delay, 2))
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._rewrite.wait(), delay)
         finally:
