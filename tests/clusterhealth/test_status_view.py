@@ -16,6 +16,7 @@ from datetime import datetime
 
 import aiohttp
 from clusternet_nats.agent.service import Agent, AgentOptions
+from clusternet_nats.api.clusters import ManagedClusterStatus
 from clusternet_nats.api.meta import ConditionStatus
 from clusternet_nats.hub.clusterhealth import ClusterHealth
 from clusternet_nats.hub.clusterinit import ClusterInitController
@@ -23,7 +24,7 @@ from clusternet_nats.hub.testing import running_hub
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
-from clusternet_nats.testing.waiting import eventually
+from clusternet_nats.testing.waiting import eventually, holds
 from nats.js import JetStreamContext
 
 from tests.clusterhealth.harness import Watch
@@ -94,3 +95,35 @@ async def _ahead_of_store(watch: Watch, times: Awaitable[list[datetime]]) -> boo
     found = await times
     assert len(found) == 2
     return all(t > stored.last_observed_time for t in found)
+
+
+async def test_a_hub_condition_costs_no_further_writes(
+    private_nats: NatsServer, private_js: JetStreamContext
+) -> None:
+    """ClusterInit adds its condition to every new cluster's status; after it, a steady cluster's
+    heartbeats write nothing (the agent's report and the hub's condition are the only writes)."""
+
+    async def build(ctx: ServiceContext) -> None:
+        ClusterHealth(ctx)
+        ClusterInitController(ctx, enabled=False)
+
+    cluster = AgentOptions(cluster_name=f"c{uuid.uuid4().hex[:8]}", report_frequency=1.0)
+    watch = Watch(private_js, cluster)
+
+    async def with_init_condition() -> ManagedClusterStatus | None:
+        status = await watch.ready_is(ConditionStatus.TRUE)
+        return status if status and any(c.type == CLUSTER_INIT for c in status.conditions or []) else None
+
+    async def writes() -> int:
+        return int((await private_js.stream_info("KV_managedclusters-status")).state.last_seq)
+
+    async with running_service("hub", build, private_nats.url):
+        before = await writes()
+        async with running_service("agents", Agent(cluster).build, private_nats.url):
+            await eventually(with_init_condition, 10, what="Ready with the ClusterInit condition")
+
+            async def two_writes() -> bool:
+                return await writes() - before == 2
+
+            await holds(two_writes, 3.0, "the agent's first report and the hub's condition, nothing after")
+
