@@ -13,9 +13,10 @@ a steady fleet stores nothing. The hub's cluster-health controller marks a clust
 three missed heartbeats; when it did, or anything else replaced the status this agent wrote, the
 hub answers the next heartbeat and the agent writes its status again. As Clusternet's status
 manager, it remembers what it last wrote (status revision, labels) and reads again only on a
-conflict or such an answer. A failed round is retried sooner than a period, after a wait drawn with
-full jitter from a window that starts at a second and doubles (runtime/backoff.py): the thousands of
-clusters of a fleet that failed together (a hub restart, a store outage) do not retry together.
+conflict or such an answer. A failed round is retried sooner than a period, after a wait drawn
+with full jitter from a window that starts at a second and doubles up to 30 s (runtime/backoff.py):
+the thousands of clusters of a fleet that failed together (a hub restart, a store outage) do not
+retry together.
 """
 
 from __future__ import annotations
@@ -41,7 +42,10 @@ from pydantic import ValidationError
 
 DEFAULT_REPORT_FREQUENCY = 180.0
 _RETRY_SECONDS = 1.0
-"""The first window a failed round is retried in; it doubles, with full jitter, up to the period."""
+"""The first window a failed round is retried in; it doubles, with full jitter, up to _RETRY_CAP."""
+_RETRY_CAP = 30.0
+"""The largest window (or the period, if shorter): a cluster that failed while the hub was busy
+is back within half a minute of it recovering, at most 10,000 / 30 s rounds a second."""
 
 log = structlog.get_logger(__name__)
 
@@ -77,7 +81,7 @@ class Heartbeat:
 
     async def run(self) -> None:
         answers: Subscription | None = None
-        retry = Backoff(base=min(self.frequency, _RETRY_SECONDS), cap=self.frequency)
+        retry = Backoff(base=min(self.frequency, _RETRY_SECONDS), cap=min(self.frequency, _RETRY_CAP))
         try:
             while True:
                 self._rewrite.clear()  # an answer arriving during the round asks for another
