@@ -23,12 +23,13 @@ import itertools
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -174,9 +175,12 @@ def run_one(bench: Bench, clusters: int, results: Path, timeout: float, cut: str
     chosen = choose(bench)
     if isinstance(chosen, str):
         return Run(bench.name, clusters, "missing", reason=chosen, started_at=now())
-    out = results / f"{bench.name}-{clusters}.jsonl"
-    log = results / f"{bench.name}-{clusters}.log"
-    out.unlink(missing_ok=True)
+    # A size run again keeps the earlier attempt's files: the report lists every attempt.
+    stem, attempt = f"{bench.name}-{clusters}", 1
+    while (results / f"{stem}.log").exists():
+        attempt += 1
+        stem = f"{bench.name}-{clusters}-{attempt}"
+    out, log = results / f"{stem}.jsonl", results / f"{stem}.log"
     command = (sys.executable, chosen.script, *chosen.args, "--clusters", str(clusters), "--json", str(out))
     load = os.getloadavg()
     base = Run(
@@ -205,26 +209,45 @@ def run_one(bench: Bench, clusters: int, results: Path, timeout: float, cut: str
             raise
     elapsed = round(time.monotonic() - started, 1)
     if code is None:
-        last = tail(log, 2, before_traceback=True) or "none"
-        status, reason = "timeout", f"did not finish within {timeout:.0f} s{cut}; last output: {last}"
+        status, reason = "timeout", f"did not finish within {timeout:.0f} s{cut}; last output: "
     elif code != 0:
-        status, reason = "failed", f"exit code {code}: {tail(log)}"
+        status, reason = "failed", f"exit code {code}: "
     elif not out.exists():
-        status, reason = "failed", f"wrote no results: {tail(log)}"
+        status, reason = "failed", "wrote no results: "
     else:
         status, reason = "ok", ""
-    run = Run(**{**asdict(base), "status": status, "reason": reason, "elapsed_s": elapsed})
+    run = explain(replace(base, status=status, reason=reason, elapsed_s=elapsed), log)
     print(f"  -> {run.status} in {elapsed:.0f}s {run.reason}")
     return run
 
 
-def tail(log: Path, lines: int = 3, before_traceback: bool = False) -> str:
-    """The last lines of a run's output; with `before_traceback`, those printed before the
-    interrupt's traceback, i.e. how far a stopped run got."""
-    text = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
-    if before_traceback and "Traceback (most recent call last):" in text:
-        text = text[: text.index("Traceback (most recent call last):")]
-    return " | ".join(line.strip() for line in text[-lines:])[:400]
+TRACEBACK = "Traceback (most recent call last):"
+EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b")
+
+
+def tail(log: Path, lines: int = 2, interrupted: bool = False) -> str:
+    """What a run's output says about how it ended: the bench's own lines (the services' JSON log
+    lines left out), the last `lines` of them printed before any traceback (how far it got) and,
+    unless it was `interrupted` by the timeout, the exception it ended with."""
+    raw = log.read_text(errors="replace").splitlines() if log.exists() else []
+    text = [line for line in raw if line.strip() and not line.lstrip().startswith("{")]
+    before = text[: text.index(TRACEBACK)] if TRACEBACK in text else text
+    said = " | ".join(line.strip() for line in before[-lines:])
+    raised = [line.strip() for line in text[len(before):] if EXCEPTION.match(line)]
+    if raised and not interrupted:
+        said = f"{raised[-1]}" + (f"; before it: {said}" if said else "")
+    return said[:500]
+
+
+def explain(run: Run, log: Path) -> Run:
+    """`run` with its reason (re)written from its log, so a report redrawn from saved results
+    says what the log says."""
+    if run.status == "timeout" and "; last output: " in run.reason:
+        head = run.reason.split("; last output: ")[0]
+        return replace(run, reason=f"{head}; last output: {tail(log, interrupted=True) or 'none'}")
+    if run.status == "failed" and (ended := re.match(r"(exit code -?\d+|wrote no results): ", run.reason)):
+        return replace(run, reason=f"{ended.group(1)}: {tail(log)}")
+    return run
 
 
 def record_run(results: Path, run: Run) -> None:
@@ -242,6 +265,7 @@ class Outcome:
 
     runs: dict[tuple[str, int], Run] = field(default_factory=dict)
     records: dict[tuple[str, int], list[BenchResult]] = field(default_factory=dict)
+    history: list[Run] = field(default_factory=list)  # every run, earlier attempts included
 
     @property
     def sizes(self) -> list[int]:
@@ -255,8 +279,17 @@ def load(results: Path) -> Outcome:
         return outcome
     for line in runs_file.read_text(encoding="utf-8").splitlines():
         if line.strip():
-            run = Run.from_json(json.loads(line))
-            outcome.runs[(run.bench, run.clusters)] = run
+            outcome.history.append(Run.from_json(json.loads(line)))
+    for index, run in enumerate(outcome.history):
+        later_logs = {r.log_file for r in outcome.history[index + 1 :]}
+        if run.log_file and run.log_file not in later_logs:
+            run = explain(run, results / run.log_file)
+        elif run.log_file:  # overwritten by a later attempt (before attempts had files of their own)
+            kept = [s.split("{")[0].strip() for s in run.reason.split(" | ")]
+            said = " | ".join(s for s in kept if s).rstrip(":")
+            run = replace(run, reason=f"{said} (its output was overwritten by the later attempt)")
+        outcome.history[index] = run
+        outcome.runs[(run.bench, run.clusters)] = run
     for key, run in list(outcome.runs.items()):
         path = results / run.results_file if run.results_file else None
         if path is None or not path.exists():
@@ -721,7 +754,10 @@ class Report:
 
     def runs_section(self) -> list[str]:
         rows = []
-        for (bench, n), run in sorted(self.outcome.runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        latest = {id(run) for run in self.outcome.runs.values()}
+        for run in sorted(self.outcome.history, key=lambda r: (r.clusters, r.bench, r.started_at)):
+            bench, n = run.bench, run.clusters
+            superseded = "" if id(run) in latest else "an earlier attempt, run again later"
             scripts = sorted({
                 part[part.index("bench/"):] for cmd in run.others_running for part in cmd.split()
                 if "bench/" in part and part.endswith(".py")
@@ -729,9 +765,12 @@ class Report:
             others = f"other benches running beside it: {', '.join(scripts)}" if scripts else ""
             rows.append([
                 bench, cluster_label(n), run.status, f"{run.elapsed_s:.0f}" if run.elapsed_s else "—",
-                " ".join(f"{x:.2f}" for x in run.load_before), "; ".join(x for x in (run.reason, others) if x),
+                " ".join(f"{x:.2f}" for x in run.load_before),
+                "; ".join(x for x in (superseded, run.reason, others) if x),
             ])
-        return ["## Runs", "", *table(["bench", "clusters", "status", "seconds", "load before", "notes"], rows), ""]
+        return ["## Runs", "", "Every run, in order; where a size was run again, the figures are from the last "
+                "attempt and the earlier one stays listed.", "",
+                *table(["bench", "clusters", "status", "seconds", "load before", "notes"], rows), ""]
 
     def notes_section(self) -> list[str]:
         notes = []

@@ -162,3 +162,22 @@ def test_runs_past_the_deadline_are_not_started_and_the_report_says_so(tmp_path:
     assert done.returncode == 0, done.stderr
     text = (tmp_path / "docs" / "scale.md").read_text()
     assert f"| 100 | not measured: fleet not run: no time left before the deadline {soon} UTC |" in text
+
+
+def test_a_size_run_again_keeps_the_earlier_attempt_and_both_are_listed(scale: ModuleType, tmp_path: Path) -> None:
+    script = tmp_path / "broken.py"
+    script.write_text(
+        "import sys\n"
+        "if '--help' in sys.argv:\n"
+        "    print('--clusters --json')\n"
+        "    sys.exit(0)\n"
+        "print('{\"event\": \"a service log line\"}')\n"
+        "print('starting', flush=True)\n"
+        "raise TimeoutError('not ready after 300s')\n"
+    )
+    bench = scale.Bench("broken", (scale.Invocation(str(script)),))
+    for _ in range(2):
+        scale.record_run(tmp_path, scale.run_one(bench, 100, tmp_path, timeout=60))
+    first, second = scale.load(tmp_path).history
+    assert (first.log_file, second.log_file) == ("broken-100.log", "broken-100-2.log")
+    assert first.reason == second.reason == "exit code 1: TimeoutError: not ready after 300s; before it: starting"
