@@ -12,8 +12,8 @@ token. Two phases:
 2. Heartbeats: for `--window` seconds, the CPU of nats-server and of each hub-side service, and the
    heartbeats the agents sent (their status reports to the intake, counted on the wire). Clusternet's
    default `--report-frequency` is 180 s; a shorter one makes the load visible, and the CPU per
-   heartbeat and the CPU it implies at 180 s are printed beside it (an upper bound: every CPU
-   second of the window is taken as the heartbeats').
+   heartbeat and the CPU it implies at 180 s are printed beside it (every CPU second of the window
+   taken as the heartbeats' and scaled: an estimate; the CPU measured at the shorter period bounds it).
 
 Then the resident memory of every process (nats-server apart from the services; the agents
 added up), and, in the same run, the raw reference: nats-py `publish_async` into a JetStream
@@ -242,8 +242,9 @@ async def main(args: argparse.Namespace) -> int:
                     },
                     reference=reference,
                     notes={
-                        "hub_cpu_percent_at_180s": "hub_cpu_percent scaled by report_frequency_s/180: an upper"
-                        " bound, every CPU second of the window taken as the heartbeats'",
+                        "hub_cpu_percent_at_180s": "hub_cpu_percent scaled by report_frequency_s/180, every CPU"
+                        " second of the window taken as the heartbeats': an estimate (the services' other work"
+                        " does not shrink with the rate); the measured hub_cpu_percent is the upper bound",
                         "heartbeats_per_s": "reports sent (heartbeats plus status writes), counted on the wire",
                     },
                 )
