@@ -6,6 +6,7 @@ import pytest
 from clusternet_nats.agent.identity import parse_labels, parse_labels_cycle, simulated_clusters
 from clusternet_nats.api import labels as known
 from clusternet_nats.api.clusters import ClusterSyncMode
+from clusternet_nats.domain.names import NAMESPACE_HASH_LENGTH, short_hash
 
 
 def test_simulated_clusters_are_stable_and_take_labels_in_turn() -> None:
@@ -17,7 +18,7 @@ def test_simulated_clusters_are_stable_and_take_labels_in_turn() -> None:
     assert [c.cluster_id for c in made] == [c.cluster_id for c in again]
     assert [c.namespace for c in made] == [c.namespace for c in again]
     assert len({c.namespace for c in made}) == 3
-    assert all(c.namespace.startswith("clusternet-") and len(c.namespace) == 16 for c in made)
+    assert all(c.namespace == "clusternet-" + short_hash(c.cluster_id, length=NAMESPACE_HASH_LENGTH) for c in made)
     assert [c.labels["env"] for c in made] == ["prod", "staging", "prod"]
     assert made[0].labels[known.CLUSTER_ID] == made[0].cluster_id
     assert made[0].labels[known.CLUSTER_NAME] == "edge-1"
