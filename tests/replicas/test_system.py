@@ -177,6 +177,9 @@ def _partitions_owned(process: ServiceProcess) -> int:
 
 
 async def taken_over(system: System, service: str) -> dict[str, str] | None:
-    held = await holders(system, service)
+    try:
+        held = await holders(system, service)
+    except nats.errors.TimeoutError:
+        return None  # the leases stream is electing a leader (a server was killed): ask again
     return held if len(held) == DEFAULT_PARTITIONS and f"{service}-2" not in held.values() else None
 
