@@ -11,6 +11,7 @@ answers on `HEARTBEAT_ANSWER` and the agent writes its status again.
 from __future__ import annotations
 
 from clusternet_nats.api.meta import ClusterID, Model
+from clusternet_nats.api.schemas import register_message
 from clusternet_nats.api.subjects import HEARTBEAT, HEARTBEAT_ANSWER
 from pydantic import Field, StrictInt
 
@@ -39,3 +40,7 @@ def heartbeat_subject(namespace: str, cluster_id: str) -> str:
 
 def answer_subject(cluster_id: str) -> str:
     return HEARTBEAT_ANSWER.format(cluster_id=cluster_id)
+
+
+register_message(ClusterHeartbeat, "clusters.clusternet.io", "v1beta1")
+register_message(HeartbeatAnswer, "clusters.clusternet.io", "v1beta1")

@@ -29,6 +29,7 @@ EXTRA_MODULES: list[str] = [
     "clusternet_nats.api.intake",
     "clusternet_nats.api.predictor",
     "clusternet_nats.api.proxy",
+    "clusternet_nats.api.heartbeat",
 ]
 """Modules (dotted names) imported before generating, so their register_message calls run."""
 
