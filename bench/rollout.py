@@ -36,7 +36,7 @@ from typing import Any
 
 import nats
 import psutil
-from clusternet_nats.api.apps import Base, Description
+from clusternet_nats.api.apps import Base, Description, Subscription
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.store.keys import kv_stream, kv_subject_prefix
 from clusternet_nats.testing import benchresult
@@ -117,6 +117,18 @@ def manifests(strategy: str, clusters: int) -> str:
     }
 
 
+def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
+    """User and system CPU each process has used so far."""
+    times = {name: psutil.Process(pid).cpu_times() for name, pid in pids.items()}
+    return {name: t.user + t.system for name, t in times.items()}
+
+
+def every_pid(system: System) -> dict[str, int]:
+    """nats-server, the hub-side services and the agent processes."""
+    agents = {name: s.proc.pid for name, s in system.services.items() if name in system.agents() and s.proc}
+    return system.hub_side_pids() | agents
+
+
 def rss_mib(pid: int) -> float:
     return float(psutil.Process(pid).memory_info().rss) / 2**20
 
@@ -138,14 +150,18 @@ def hub_get(system: System, path: str) -> Any:
     return None
 
 
-def rollout(system: System, manifest_file: Path, clusters: int | None, timeout: float) -> tuple[float, int] | None:
+def rollout(
+    system: System, manifest_file: Path, clusters: int | None, timeout: float
+) -> tuple[float, int, float] | None:
     """`cnet apply` of the manifests, then (seconds until the Subscription counts every bound
     cluster's release completed and every Description is Success, clusters bound); None (and
     why, printed) after `timeout`. `clusters`: how many must be bound (Replication binds every
     cluster); None: as many as the scheduler binds (Dividing, like Clusternet's, scores an
-    adaptive share of a fleet over 100 clusters: 42% of 1,000, 5% of 10,000)."""
+    adaptive share of a fleet over 100 clusters: 42% of 1,000, 5% of 10,000); the third figure:
+    seconds `cnet apply` itself took."""
     started = time.monotonic()
     cnet_apply(system, manifest_file)
+    applied = time.monotonic() - started
     detail = ""
     while True:
         sub = system.hub_get(SUBSCRIPTION)
@@ -155,7 +171,7 @@ def rollout(system: System, manifest_file: Path, clusters: int | None, timeout: 
             descs = system.hub_get(DESCRIPTIONS)["items"]
             ok = sum(1 for d in descs if (d.get("status") or {}).get("phase") == "Success")
             if ok >= desired:
-                return time.monotonic() - started, desired
+                return time.monotonic() - started, desired, applied
             detail = f"{ok} descriptions Success"
         else:
             detail = f"completedReleases {done}/{desired}"
@@ -165,19 +181,25 @@ def rollout(system: System, manifest_file: Path, clusters: int | None, timeout: 
         time.sleep(0.1)
 
 
-async def last_sequence(url: str, kind: type[Base | Description]) -> int:
+def bucket(kind: type[Base | Description | Subscription], status: bool = False) -> str:
+    """The KV bucket of `kind`'s specs, or of its statuses."""
+    info = KindInfo.of(kind)
+    return (info.status_bucket or info.bucket) if status else info.bucket
+
+
+async def last_sequence(url: str, name: str) -> int:
     nc = await nats.connect(url.split(","))
     try:
-        return int((await nc.jetstream().stream_info(kv_stream(KindInfo.of(kind).bucket))).state.last_seq)
+        return int((await nc.jetstream().stream_info(kv_stream(name))).state.last_seq)
     finally:
         await nc.close()
 
 
-async def written(url: str, kind: type[Base | Description], after: int) -> list[datetime.datetime]:
-    """Server timestamps of the writes of `kind` stored after stream sequence `after`, in order."""
+async def written(url: str, name: str, after: int) -> list[datetime.datetime]:
+    """Server timestamps of the writes to bucket `name` stored after stream sequence `after`, in order."""
     nc = await nats.connect(url.split(","))
     js = nc.jetstream()
-    stream = kv_stream(KindInfo.of(kind).bucket)
+    stream = kv_stream(name)
     config = ConsumerConfig(
         ack_policy=AckPolicy.NONE,
         deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
@@ -190,7 +212,7 @@ async def written(url: str, kind: type[Base | Description], after: int) -> list[
     try:
         if (await js.stream_info(stream)).state.last_seq <= after:
             return stamps
-        subjects = kv_subject_prefix(KindInfo.of(kind).bucket) + ">"
+        subjects = kv_subject_prefix(name) + ">"
         sub = await js.pull_subscribe(subjects, stream=stream, config=config)
         pending = (await sub.consumer_info()).num_pending or 0
         while pending > 0:
@@ -211,24 +233,41 @@ def rate(stamps: list[datetime.datetime]) -> tuple[float, float]:
     return (len(stamps) / span if span > 0 else 0.0), span
 
 
+def timeline(
+    started: datetime.datetime, applied: float, stamps: dict[str, list[datetime.datetime]], elapsed: float
+) -> str:
+    """Where the time went: `cnet apply` returning, the first and last write to each bucket
+    watched (server timestamps, with how many), and every Description Success."""
+
+    def span(writes: list[datetime.datetime]) -> str:
+        if not writes:
+            return "none"
+        first, last = ((stamp - started).total_seconds() for stamp in (writes[0], writes[-1]))
+        return f"{first:.2f}-{last:.2f} ({len(writes)})"
+
+    spans = ", ".join(f"{name} {span(writes)}" for name, writes in stamps.items())
+    return f"cnet apply {applied:.2f}, {spans}, all Success {elapsed:.2f}"
+
+
 def globalization_update(
     system: System, workdir: Path, clusters: int, timeout: float
 ) -> tuple[float, int, float] | None:
     """`cnet apply` of a Globalization changing every cluster's Deployment, then (seconds until
     `clusters` Descriptions were rewritten, how many were, their rate); None after `timeout`."""
     url = system.nats_url
-    before = asyncio.run(last_sequence(url, Description))
+    before = asyncio.run(last_sequence(url, bucket(Description)))
     path = workdir / "globalization.yaml"
     path.write_text(GLOBALIZATION)
     started_wall = datetime.datetime.now(datetime.UTC)
     started = time.monotonic()
     cnet_apply(system, path)
-    while asyncio.run(last_sequence(url, Description)) - before < clusters:
+    while asyncio.run(last_sequence(url, bucket(Description))) - before < clusters:
         if time.monotonic() - started > timeout:
-            print(f"TIMEOUT after {timeout}s: {asyncio.run(last_sequence(url, Description)) - before} rewritten")
+            rewritten = asyncio.run(last_sequence(url, bucket(Description))) - before
+            print(f"TIMEOUT after {timeout}s: {rewritten} rewritten")
             return None
         time.sleep(0.1)
-    stamps = asyncio.run(written(url, Description, before))
+    stamps = asyncio.run(written(url, bucket(Description), before))
     per_s, _ = rate(stamps)
     return (stamps[-1] - started_wall).total_seconds(), len(stamps), per_s
 
@@ -269,13 +308,22 @@ def main() -> int:
     try:
         mcls = hub_get(system, "/apis/clusters.clusternet.io/v1beta1/managedclusters")
         print(f"clusters registered: {len(mcls['items']) if mcls else '?'} (system start {startup:.1f}s)")
-        bases_before = asyncio.run(last_sequence(system.nats_url, Base))
-        descriptions_before = asyncio.run(last_sequence(system.nats_url, Description))
+        started_wall = datetime.datetime.now(datetime.UTC)
+        watched = {
+            "Bases": bucket(Base),
+            "Descriptions": bucket(Description),
+            "Description statuses": bucket(Description, status=True),
+            "Subscription statuses": bucket(Subscription, status=True),
+        }
+        before = {name: asyncio.run(last_sequence(system.nats_url, b)) for name, b in watched.items()}
+        pids = every_pid(system)
+        cpu_before = cpu_seconds(pids)
         must_bind = args.clusters if args.strategy == "Replication" else None
         outcome = rollout(system, manifest_file, must_bind, args.timeout)
         if outcome is None:
             return 1
-        elapsed, bound = outcome
+        elapsed, bound, applied = outcome
+        cpu = {name: spent - cpu_before[name] for name, spent in cpu_seconds(pids).items()}
         load = load_average()
         replicas = system.stream_replicas
         nats_kind = f"{args.nats_cluster}-server cluster, R{replicas}" if args.nats_cluster > 1 else "1 server"
@@ -283,9 +331,12 @@ def main() -> int:
             f"{args.strategy}: apply -> all {bound} Descriptions Success ({bound} of {args.clusters} clusters bound): "
             f"{elapsed:.2f}s (NATS {nats_kind}, load {load})"
         )
-        base_rate, base_span = rate(asyncio.run(written(system.nats_url, Base, bases_before)))
-        description_stamps = asyncio.run(written(system.nats_url, Description, descriptions_before))
+        stamps = {name: asyncio.run(written(system.nats_url, b, before[name])) for name, b in watched.items()}
+        base_rate, base_span = rate(stamps["Bases"])
+        description_stamps = stamps["Descriptions"]
         description_rate, description_span = rate(description_stamps)
+        print(f"  timeline (s after apply): {timeline(started_wall, applied, stamps, elapsed)}")
+        print("  CPU seconds meanwhile: " + ", ".join(f"{name} {spent:.2f}" for name, spent in sorted(cpu.items())))
         print(f"  Bases written: {base_rate:,.0f}/s over {base_span:.2f}s")
         print(
             f"  Descriptions written: {len(description_stamps)}, {description_rate:,.0f}/s over {description_span:.2f}s"
