@@ -124,3 +124,20 @@ async def test_an_invalid_request_is_rejected_naming_the_field() -> None:
     outcome = await cluster.apply(OWNER, [deployment("web", 1, "lots")])
     assert len(outcome.failures) == 1
     assert "apps/v1 Deployment apps/web is invalid: spec.template.spec.containers[0]" in outcome.failures[0]
+
+
+async def test_workloads_of_different_requests_are_each_placed_by_their_own_and_a_changed_request_replaces_it() -> None:
+    # Requests are parsed once per distinct pod spec and shared across clusters (workloads.py):
+    # each workload still gets its own, a template changed in place gets the new one, and a bad
+    # one is rejected every time, never remembered as good.
+    cluster, other = await started_cluster(), await started_cluster()
+    small, large = deployment("small", 2, "250m"), deployment("large", 1, "2")
+    assert (await cluster.apply(OWNER, [small, large])).failures == []
+    assert (await other.apply(OWNER, [deployment("small", 2, "250m")])).failures == []
+    assert ((await cluster.facts()).cpu_usage, (await other.facts()).cpu_usage) == ("2500m", "500m")
+    assert (await cluster.apply(OWNER, [deployment("small", 2, "1"), large])).failures == []
+    assert (await cluster.facts()).cpu_usage == "4"
+    for _ in range(2):
+        outcome = await other.apply(OWNER, [deployment("small", 2, "lots")])
+        assert "spec.template.spec.containers[0]" in outcome.failures[0]
+    assert (await other.facts()).cpu_usage == "500m"

@@ -195,3 +195,28 @@ async def test_an_apply_keeps_other_writers_fields_and_drops_only_what_it_no_lon
 
 async def _mentions(messages: Any, text: str) -> bool:
     return any(text in message for message in await messages)
+
+
+async def test_a_status_update_is_no_drift_and_a_change_after_it_still_is() -> None:
+    # The agent's own writes and status updates are not checked field by field (drift.py): a
+    # change by anyone else after them must still be found, and put back by the next apply.
+    child = SimCluster("c1", Sizing(nodes=1))
+    await child.start()
+    drifted: list[str] = []
+    child.on_drift(drifted.append)
+    ref = ObjectRef("apps/v1", "Deployment", "d1", "web")
+    outcome = await child.apply(OWNER, [namespace("d1"), deployment("d1", "web", 2)])
+    assert outcome.failures == [] and drifted == []
+    assert child.objects.set_status(ref, {"readyReplicas": 7})
+    assert drifted == [], "a status update is no drift"
+    await in_child(child, "PATCH", ref, {"metadata": {"labels": {"team": "them"}}})
+    assert drifted == [], "a field the agent does not apply is no drift"
+    await in_child(child, "PATCH", ref, {"spec": {"template": {"spec": {"containers": [{"name": "x", "image": "y"}]}}}})
+    assert set(drifted) == {OWNER}
+    drifted.clear()
+    outcome = await child.apply(OWNER, [namespace("d1"), deployment("d1", "web", 2)])
+    assert outcome.restored == [ref] and drifted == []
+    assert (body(child, ref) or {})["spec"]["template"]["spec"]["containers"][0]["name"] != "x"
+    assert (body(child, ref) or {})["metadata"]["labels"]["team"] == "them"
+    await in_child(child, "PATCH", ref, {"spec": {"replicas": 5}})
+    assert set(drifted) == {OWNER}, "drift is found again after the put-back"

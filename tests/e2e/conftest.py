@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -11,6 +10,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from clusternet_nats.agent.backends.sim.persistence import saved_states
 from clusternet_nats.testing.system import System
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,10 +53,8 @@ async def hub(system: System) -> AsyncIterator[HubClient]:
 
 def child_objects(system: System, cluster: str) -> set[tuple[str, str, str]]:
     """(kind, namespace, name) of what exists inside one simulated child, read from its state file."""
-    path = system.workdir / "agent-state" / f"{cluster}.json"
-    try:
-        state = json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+    state = saved_states(system.workdir / "agent-state").get(cluster)
+    if state is None:
         return set()
     return {(o["ref"][1], o["ref"][2] or "", o["ref"][3]) for o in state["objects"]}
 

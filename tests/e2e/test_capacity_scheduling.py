@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Iterator
 from pathlib import Path
 
 import pytest
+from clusternet_nats.agent.backends.sim.persistence import saved_states
 from clusternet_nats.testing import compat
 from clusternet_nats.testing.system import System
 from clusternet_nats.testing.waiting import eventually, holds
@@ -94,7 +95,7 @@ async def gone_from_children(system: System) -> bool:
 
 
 def _child_names(system: System) -> list[str]:
-    return [p.stem for p in (system.workdir / "agent-state").glob("*.json")]
+    return list(saved_states(system.workdir / "agent-state"))
 
 
 async def test_dynamic_dividing_divides_by_what_each_cluster_has_room_for(

@@ -11,13 +11,13 @@ example (scheduling-with-nfd/day0: a chart beside a Namespace and a NodeFeatureR
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from clusternet_nats.agent.backends.sim.persistence import saved_states
 from clusternet_nats.testing import compat
 from clusternet_nats.testing.charts import ChartRepo, OciRegistry, oci_registry_with
 from clusternet_nats.testing.system import System
@@ -64,10 +64,8 @@ def system(kube_tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 
 def child_state(system: System, cluster: str) -> list[dict[str, Any]]:
-    try:
-        return list(json.loads((system.workdir / "agent-state" / f"{cluster}.json").read_text())["objects"])
-    except (FileNotFoundError, json.JSONDecodeError):
-        return []
+    state = saved_states(system.workdir / "agent-state").get(cluster)
+    return list(state["objects"]) if state else []
 
 
 def rewritten(path: Path, out: Path, replace: dict[str, str]) -> Path:

@@ -25,6 +25,7 @@ from typing import Any
 
 import nats
 import nats.errors
+from clusternet_nats.agent.backends.sim.persistence import saved_states
 from clusternet_nats.api.apps import DeployerType, Description, DescriptionSpec
 from clusternet_nats.api.registration import (
     APPROVED,
@@ -489,10 +490,8 @@ class Victim:
     def applied(self) -> dict[str, str]:
         """`Kind/namespace/name` -> owning Description key, of every object its simulated cluster
         holds that a Description applied (read from the persisted sim state)."""
-        path = self.state_dir / f"{self.name}.json"
-        try:
-            state = json.loads(path.read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
+        state = saved_states(self.state_dir).get(self.name)
+        if state is None:
             return {}
         out: dict[str, str] = {}
         for item in state.get("objects") or []:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from clusternet_nats.agent.backends.sim.persistence import saved_states
 from clusternet_nats.agent.service import Agent, AgentOptions
 from clusternet_nats.api import Manifest, by_kind
 from clusternet_nats.bridge.service import builder
@@ -58,9 +58,8 @@ class Children:
         self.state_dir, self.names = state_dir, names
 
     def maps(self, cluster: str, ns: str) -> set[str]:
-        try:
-            state = json.loads((self.state_dir / f"{cluster}.json").read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
+        state = saved_states(self.state_dir).get(cluster)
+        if state is None:
             return set()
         return {o["ref"][3] for o in state["objects"] if o["ref"][1] == "ConfigMap" and o["ref"][2] == ns}
 

@@ -8,14 +8,13 @@ to store: namespace defaulted, system fields wiped, owner label set.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable
 from typing import Any
 
 from clusternet_nats.agent.backends.base import ObjectRef, RawObject
 from clusternet_nats.agent.backends.sim import workloads
-from clusternet_nats.agent.backends.sim.store import Body, ObjectTable
+from clusternet_nats.agent.backends.sim.store import Body, ObjectTable, json_copy
 from clusternet_nats.api.labels import APPLIED_BY_DESCRIPTION
 from clusternet_nats.api.loader import CLUSTER_SCOPED_KINDS, NAMESPACED_KINDS
 from clusternet_nats.api.meta import ObjectMeta
@@ -85,7 +84,7 @@ def admit(objects: ObjectTable, owner: str, manifest: RawObject) -> tuple[Object
     ref = ObjectRef(api_version, kind, namespace, meta.name)
     if namespace and objects.get(namespace_ref(namespace)) is None:
         raise AdmissionError(f'{ref}: namespaces "{namespace}" not found')
-    body = copy.deepcopy(dict(manifest))
+    body: Body = json_copy(dict(manifest))
     if workloads.is_replicated(ref):
         _check(ref, body, workloads.replicas)
         _check(ref, body, workloads.pod_request)

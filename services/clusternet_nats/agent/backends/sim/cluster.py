@@ -13,7 +13,6 @@ before the writes start), so concurrent reconciles see each other's changes whol
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from clusternet_nats.agent.backends.sim import nodes, workloads
 from clusternet_nats.agent.backends.sim.admission import AdmissionError, admit, namespace_body, namespace_ref
 from clusternet_nats.agent.backends.sim.drift import AppliedObjects
 from clusternet_nats.agent.backends.sim.persistence import StateFile
-from clusternet_nats.agent.backends.sim.store import ObjectTable, SimObject
+from clusternet_nats.agent.backends.sim.store import ObjectTable, SimObject, json_copy
 from clusternet_nats.api.apps import HelmRelease
 from clusternet_nats.api.labels import APPLIED_BY_DESCRIPTION
 from clusternet_nats.api.loader import CLUSTER_SCOPED_KINDS
@@ -60,7 +59,7 @@ class SimCluster:
         self.renderer = renderer
         self.nodes = sizing.build(name)
         self.objects = ObjectTable()
-        self._state = StateFile(state_dir / f"{name}.json", self._snapshot) if state_dir else None
+        self._state = StateFile(state_dir, name, self._snapshot) if state_dir else None
         self._listeners: list[StatusListener] = []
         self._drift_listeners: list[StatusListener] = []
         self.applied = AppliedObjects(self._drifted, name)
@@ -105,11 +104,11 @@ class SimCluster:
             except AdmissionError as err:
                 outcome.failures.append(str(err))
                 continue
-            if self.objects.put(ref, self.applied.to_store(ref, body, self.objects.get(ref))):
+            written, restored = self.applied.write(self.objects, ref, body)
+            if written:
                 changed.add(ref)
             outcome.applied.append(ref)
-            stored = self.objects.get(ref)
-            if stored is not None and self.applied.stored(ref, stored):
+            if restored:
                 outcome.restored.append(ref)
         self._changed(owner, changed)
         return outcome
@@ -201,7 +200,7 @@ class SimCluster:
 
     async def observed_status(self, ref: ObjectRef) -> dict[str, Any] | None:
         obj = self.objects.get(ref)
-        return None if obj is None else copy.deepcopy(obj.body.get("status") or {})
+        return None if obj is None else json_copy(obj.body.get("status") or {})
 
     async def owners(self) -> set[str]:
         return {o.owner for o in self.objects if o.owner}
@@ -267,9 +266,9 @@ class SimCluster:
     def _disown(self, ref: ObjectRef) -> None:
         obj = self.objects.get(ref)
         assert obj is not None
-        body = copy.deepcopy(obj.body)
+        body: dict[str, Any] = json_copy(obj.body)
         body["metadata"]["labels"].pop(APPLIED_BY_DESCRIPTION, None)
-        self.objects.put(ref, body)
+        self.objects.put(ref, body, owned=True)
 
     def _changed(self, acting_owner: str, refs: set[ObjectRef]) -> None:
         """After writes by `acting_owner`: reschedule if workloads moved, tell other owners, persist."""

@@ -17,13 +17,12 @@ fields are its own.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
 import structlog
 from clusternet_nats.agent.backends.base import ObjectRef
-from clusternet_nats.agent.backends.sim.store import DELETED, Body, SimObject
+from clusternet_nats.agent.backends.sim.store import DELETED, Body, ObjectTable, SimObject, json_copy
 from clusternet_nats.api.labels import APPLIED_BY_DESCRIPTION
 
 Identity = tuple[str, str]
@@ -59,12 +58,12 @@ def _overlay(live: Body, desired: Body) -> None:
         if isinstance(value, dict) and isinstance(live.get(key), dict):
             _overlay(live[key], value)
         else:
-            live[key] = copy.deepcopy(value)
+            live[key] = json_copy(value)
 
 
 def merged(live: Body, previous: Body | None, desired: Body) -> Body:
     """What a server-side apply of `desired` makes of `live`, `previous` being the last apply."""
-    body = copy.deepcopy(live)
+    body: Body = json_copy(live)
     if previous is not None:
         _drop(body, previous, desired)
     _overlay(body, desired)
@@ -87,33 +86,55 @@ class AppliedObjects:
         self._notify = notify
         self._applied: dict[ObjectRef, Body] = {}
         self._drifted: dict[ObjectRef, Identity] = {}
+        self._covered: dict[ObjectRef, Body] = {}
+        """Per object, its body when last found holding everything applied. The table replaces an
+        object's body on every write but a status update (made in place, and status is never
+        drift), so a change event for that same body needs no second look."""
+        self._writing: ObjectRef | None = None
+        """The object an apply is storing now (`write`): its write is the agent's own, made of
+        what it applied, so it holds every applied field."""
         self._log = log.bind(cluster=cluster)
 
-    def to_store(self, ref: ObjectRef, desired: Body, live: SimObject | None) -> Body:
-        """The body an apply of `desired` stores (see `merged`); remembers `desired` as applied,
-        first, so the write it is for is not taken for drift. `desired` is the admitted body, the
-        caller's own (the table stores a copy), so it is kept as it is."""
+    def write(self, objects: ObjectTable, ref: ObjectRef, desired: Body) -> tuple[bool, bool]:
+        """Stores an apply of `desired` (the admitted body, the caller's own, kept as it is) over
+        the object as it is (see `merged`); remembers `desired` as applied, first, so its own
+        write is not taken for drift. Returns whether that changed the object, and whether it put
+        back a drifted one."""
+        live = objects.get(ref)
         previous = self._applied.get(ref)
         self._applied[ref] = desired
-        return desired if live is None else merged(live.body, previous, desired)
-
-    def stored(self, ref: ObjectRef, obj: SimObject) -> bool:
-        """After the apply of `ref` stored `obj`: True when that put back a drifted object."""
+        self._writing = ref
+        try:
+            if live is None:
+                changed = objects.put(ref, desired)
+            else:
+                changed = objects.put(ref, merged(live.body, previous, desired), owned=True)
+        finally:
+            self._writing = None
+        stored = objects.get(ref)
+        assert stored is not None
+        self._covered[ref] = stored.body
         drifted = self._drifted.pop(ref, None)
-        return drifted is not None and _identity(obj.body) != drifted
+        return changed, drifted is not None and _identity(stored.body) != drifted
 
     def forget(self, ref: ObjectRef) -> None:
         """Before the agent deletes or disowns `ref` itself: its going is no drift."""
         self._applied.pop(ref, None)
         self._drifted.pop(ref, None)
+        self._covered.pop(ref, None)
 
     def heard(self, event: str, obj: SimObject) -> None:
         """The table's change listener: marks drift and tells the object's owner."""
         applied = self._applied.get(obj.ref)
         if applied is None:
             return
-        if event != DELETED and covers(_without_status(obj.body), _without_status(applied)):
-            return
+        if event != DELETED:
+            if obj.ref == self._writing or self._covered.get(obj.ref) is obj.body:
+                return
+            if covers(_without_status(obj.body), _without_status(applied)):
+                self._covered[obj.ref] = obj.body
+                return
+        self._covered.pop(obj.ref, None)
         self._drifted[obj.ref] = _identity(obj.body)
         self._log.info("drift.deleted" if event == DELETED else "drift.changed", object=str(obj.ref))
         owner = _owner(applied)

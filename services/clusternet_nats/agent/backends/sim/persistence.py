@@ -1,11 +1,16 @@
-"""The sim cluster's objects on disk, so an agent restart finds its child as it left it.
+"""The sim clusters' objects on disk, so an agent restart finds each child as it left it.
 
-Writes are debounced (a burst of applies costs one write) and run in a thread (the event loop
-never blocks on the disk); the file is replaced atomically, so a crash mid-write leaves the
-previous state readable. `close()` writes whatever is pending before the process exits. The
-state is serialized on the event loop, between two changes, so the thread gets bytes and no
-copy of the objects is made (one agent process hosting thousands of clusters spent more on
-deep-copying their objects for these writes than on applying them).
+One SQLite database per state directory (`sim-state.sqlite3`, a row per cluster) rather than a
+file per cluster: an agent process hosts thousands of clusters, and replacing thousands of small
+files atomically cost the kernel more CPU than the clusters' applies. Writes are debounced and
+batched across every cluster of the directory (a burst of applies to a thousand clusters costs
+one transaction), and run in a thread (the event loop never blocks on the disk); a transaction
+is atomic, so a crash mid-write leaves the previous state readable. WAL journalling makes a
+commit an append (synchronous=NORMAL: durable across a process crash, which is what an agent
+restart needs). `close()` writes whatever of its cluster is pending before the process exits.
+The state is serialized on the event loop, between two changes, so the thread gets text and no
+copy of the objects is made. Agent processes sharing a directory share the database (SQLite
+locks it; they write different rows).
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
+import sqlite3
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,56 +27,155 @@ from typing import Any
 import structlog
 
 DEBOUNCE_SECONDS = 0.2
+DATABASE = "sim-state.sqlite3"
+BUSY_TIMEOUT_SECONDS = 30.0
+"""How long a write waits for another agent process's transaction on the same database."""
 
 log = structlog.get_logger(__name__)
 
-
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        data: dict[str, Any] = json.loads(path.read_text())
-    except FileNotFoundError:
-        return None
-    return data
+Snapshot = Callable[[], dict[str, Any]]
 
 
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+class _Database:
+    """The database of one state directory, its writer shared by every cluster stored there."""
 
-
-class StateFile:
-    def __init__(self, path: Path, snapshot: Callable[[], dict[str, Any]]) -> None:
-        self.path = path
-        self._snapshot = snapshot
-        self._dirty = False
-        self._closing = asyncio.Event()
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / DATABASE
+        self._directory = directory
+        self._connection: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        """Held by the thread using the connection (loads and writes run in threads)."""
+        self._dirty: dict[str, Snapshot] = {}
+        self._writing: set[str] = set()
+        """The clusters of the batch being written now."""
+        self._hurry = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
-        self._log = log.bind(path=str(path))
+        self.users = 0
+        self._log = log.bind(path=str(self.path))
 
-    async def load(self) -> dict[str, Any] | None:
-        return await asyncio.to_thread(_read, self.path)
+    def _connect(self) -> sqlite3.Connection:
+        if self._connection is None:
+            self._directory.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
+            )
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            connection.execute("CREATE TABLE IF NOT EXISTS clusters (name TEXT PRIMARY KEY, state TEXT NOT NULL)")
+            self._connection = connection
+        return self._connection
 
-    def changed(self) -> None:
-        """Schedules a write of the state as it will be a moment from now."""
-        self._dirty = True
+    def _read(self, name: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._connect().execute("SELECT state FROM clusters WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            return None
+        state: dict[str, Any] = json.loads(row[0])
+        return state
+
+    def _write(self, rows: list[tuple[str, str]]) -> None:
+        with self._lock:
+            connection = self._connect()
+            with connection:  # one transaction: every row or none
+                connection.execute("BEGIN")
+                connection.executemany("INSERT OR REPLACE INTO clusters (name, state) VALUES (?, ?)", rows)
+
+    def _close(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    async def load(self, name: str) -> dict[str, Any] | None:
+        return await asyncio.to_thread(self._read, name)
+
+    def changed(self, name: str, snapshot: Snapshot) -> None:
+        self._dirty[name] = snapshot
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_while_dirty())
 
-    async def close(self) -> None:
-        """Writes what is pending now, without waiting out the debounce."""
-        self._closing.set()
-        if self._writer is not None:
-            await self._writer
+    async def flush(self, name: str) -> None:
+        """Returns once what `name` had pending is written (without waiting out the debounce)."""
+        while (name in self._dirty or name in self._writing) and self._writer is not None:
+            self._hurry.set()
+            await asyncio.shield(self._writer)
+
+    async def release(self) -> None:
+        """One user fewer; the last closes the connection, after the writes in flight."""
+        self.users -= 1
+        if self.users == 0:
+            if self._writer is not None:
+                self._hurry.set()
+                await asyncio.shield(self._writer)
+            await asyncio.to_thread(self._close)
 
     async def _write_while_dirty(self) -> None:
         while self._dirty:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._closing.wait(), DEBOUNCE_SECONDS)
-            self._dirty = False
+                await asyncio.wait_for(self._hurry.wait(), DEBOUNCE_SECONDS)
+            batch, self._dirty = self._dirty, {}
+            self._writing = set(batch)
+            rows = [(name, json.dumps(snapshot(), separators=(",", ":"))) for name, snapshot in batch.items()]
             try:
-                data = json.dumps(self._snapshot(), separators=(",", ":")).encode()
-                await asyncio.to_thread(_write, self.path, data)
-            except OSError as err:
-                self._log.error("sim.state_not_saved", error=repr(err))
+                await asyncio.to_thread(self._write, rows)
+            except (OSError, sqlite3.Error) as err:
+                self._log.error("sim.state_not_saved", clusters=len(rows), error=repr(err))
+            finally:
+                self._writing = set()
+        self._hurry.clear()
+
+
+_databases: dict[tuple[Path, asyncio.AbstractEventLoop], _Database] = {}
+"""The open databases, one per directory (and event loop, which their writers run on)."""
+
+
+class StateFile:
+    """One cluster's state, a row of its directory's database."""
+
+    def __init__(self, directory: Path, name: str, snapshot: Snapshot) -> None:
+        self.name = name
+        self._directory = directory.resolve()
+        self._snapshot = snapshot
+        self._database: _Database | None = None
+
+    @property
+    def path(self) -> Path:
+        """The database file this cluster's state is kept in."""
+        return self._directory / DATABASE
+
+    def _open(self) -> _Database:
+        if self._database is None:
+            key = (self._directory, asyncio.get_running_loop())
+            database = _databases.get(key)
+            if database is None:
+                database = _databases[key] = _Database(self._directory)
+            database.users += 1
+            self._database = database
+        return self._database
+
+    async def load(self) -> dict[str, Any] | None:
+        return await self._open().load(self.name)
+
+    def changed(self) -> None:
+        """Schedules a write of the state as it will be a moment from now."""
+        self._open().changed(self.name, self._snapshot)
+
+    async def close(self) -> None:
+        """Writes what is pending now, without waiting out the debounce."""
+        database, self._database = self._database, None
+        if database is None:
+            return
+        await database.flush(self.name)
+        await database.release()
+        if database.users == 0:
+            _databases.pop((self._directory, asyncio.get_running_loop()), None)
+
+
+def saved_states(directory: Path) -> dict[str, dict[str, Any]]:
+    """Every cluster's state as last written in `directory`, by cluster name (what tests and
+    tools outside the agent read to see inside its children; empty when nothing was written)."""
+    path = directory / DATABASE
+    if not path.exists():
+        return {}
+    with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_SECONDS)) as db:
+        return {name: json.loads(state) for name, state in db.execute("SELECT name, state FROM clusters")}

@@ -55,9 +55,26 @@ def replicas(body: Body) -> int:
     return value
 
 
+_PARSED_LIMIT = 4096
+_parsed: dict[str, PodRequest] = {}
+"""Pod requests by their pod spec's repr (equal for equal specs): thousands of clusters in one agent
+process hold the same template, and every placement reads each workload's request again."""
+
+
 def pod_request(body: Body) -> PodRequest:
     """Raises ValueError naming the field when a request is not a valid quantity."""
     pod_spec = body.get("spec", {}).get("template", {}).get("spec", {})
+    key = repr(pod_spec)
+    request = _parsed.get(key)
+    if request is None:
+        request = _parse_pod_request(pod_spec)
+        if len(_parsed) >= _PARSED_LIMIT:
+            _parsed.clear()
+        _parsed[key] = request
+    return request
+
+
+def _parse_pod_request(pod_spec: Body) -> PodRequest:
     try:
         demand = Demand.of(replica_requirements(pod_spec))
     except RequirementError as err:
@@ -103,9 +120,10 @@ def place(workloads: Iterable[SimObject], nodes: Sequence[Node]) -> Placement:
     out = Placement()
     for obj in sorted(workloads, key=lambda o: o.created):
         want, req = replicas(obj.body), pod_request(obj.body)
+        allowed = [i for i, node in enumerate(nodes) if admits(req.demand, node)] if want else []
         ready = 0
         while ready < want:
-            i = next((i for i, f in enumerate(free) if fits(req, f) and admits(req.demand, nodes[i])), None)
+            i = next((i for i in allowed if fits(req, free[i])), None)
             if i is None:
                 break  # no node fits one more pod of this size
             slot = free[i]

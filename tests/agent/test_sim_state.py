@@ -1,0 +1,65 @@
+"""Simulated clusters' state on disk: one database per state directory, a row per cluster, so an
+agent process hosting thousands of clusters writes them in a few transactions, and each cluster
+restarts as it was left."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from clusternet_nats.agent.backends.base import ObjectRef
+from clusternet_nats.agent.backends.sim import SimCluster, Sizing
+from clusternet_nats.agent.backends.sim.persistence import saved_states
+
+OWNER = "clusternet-abcde.app-generic"
+
+
+def configmap(name: str, data: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": data}
+
+
+def names(state: dict[str, Any]) -> set[str]:
+    return {item["ref"][3] for item in state["objects"] if item["ref"][1] == "ConfigMap"}
+
+
+async def test_clusters_sharing_a_directory_each_restart_with_their_own_objects(tmp_path: Path) -> None:
+    assert saved_states(tmp_path) == {}
+    first, second = SimCluster("one", Sizing(nodes=1), tmp_path), SimCluster("two", Sizing(nodes=1), tmp_path)
+    for cluster in (first, second):
+        await cluster.start()
+    await first.apply(OWNER, [configmap("a", {"k": "1"})])
+    await second.apply(OWNER, [configmap("b", {"k": "2"})])
+    # Closing writes what is pending at once, whatever the debounce.
+    await first.close()
+    await second.close()
+    states = saved_states(tmp_path)
+    assert (names(states["one"]), names(states["two"])) == ({"a"}, {"b"})
+
+    again = SimCluster("one", Sizing(nodes=1), tmp_path)
+    await again.start()
+    stored = again.objects.get(ObjectRef("v1", "ConfigMap", "default", "a"))
+    assert stored is not None and stored.body["data"] == {"k": "1"}
+    assert again.objects.get(ObjectRef("v1", "ConfigMap", "default", "b")) is None
+    version = stored.body["metadata"]["resourceVersion"]
+    # What was applied came back too: the same manifest again writes nothing.
+    outcome = await again.apply(OWNER, [configmap("a", {"k": "1"})])
+    assert outcome.failures == [] and stored.body["metadata"]["resourceVersion"] == version
+    await again.apply(OWNER, [configmap("a", {"k": "3"})])
+    await again.close()
+    assert saved_states(tmp_path)["one"]["objects"][-1]["body"]["data"] == {"k": "3"}
+    assert names(saved_states(tmp_path)["two"]) == {"b"}
+
+
+async def test_a_burst_of_changes_to_many_clusters_is_written_and_a_restart_finds_the_last(tmp_path: Path) -> None:
+    clusters = [SimCluster(f"c{i}", Sizing(nodes=1), tmp_path) for i in range(20)]
+    for cluster in clusters:
+        await cluster.start()
+    for round_ in range(3):
+        for cluster in clusters:
+            await cluster.apply(OWNER, [configmap("cfg", {"round": str(round_)})])
+    for cluster in clusters:
+        await cluster.close()
+    states = saved_states(tmp_path)
+    assert sorted(states) == sorted(f"c{i}" for i in range(20))
+    rounds = {next(o["body"]["data"]["round"] for o in s["objects"] if o["ref"][3] == "cfg") for s in states.values()}
+    assert rounds == {"2"}
