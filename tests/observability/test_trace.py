@@ -18,6 +18,7 @@ from pathlib import Path
 
 from clusternet_nats.agent.service import Agent, AgentOptions
 from clusternet_nats.api.apps import Description, DescriptionPhase, DescriptionStatus
+from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterStatus
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.cli.main import app
 from clusternet_nats.deployer.service import build as build_deployer
@@ -84,6 +85,13 @@ async def test_one_trace_spans_hub_scheduler_deployer_and_every_agent(
         await stack.enter_async_context(running_service("clusternet-scheduler", build_scheduler, private_nats.url))
         await stack.enter_async_context(running_service("clusternet-deployer", build_deployer, private_nats.url))
         await stack.enter_async_context(running_service("clusternet-agent", agent.build, private_nats.url))
+        # The clusters are up before the apply, so the scheduler binds on the Subscription's write (in
+        # its trace), not later on a cluster's first status (in the agent's).
+        clusters: ObjectStore[ManagedCluster] = ObjectStore(private_js, by_kind("ManagedCluster"))
+        cluster_statuses = StatusStore(private_js, "managedclusters-status", ManagedClusterStatus)
+        for cluster in agent.clusters:
+            key = clusters.key(cluster.identity.namespace, cluster.identity.name)
+            await eventually(lambda k=key: cluster_statuses.get(k), 30, what=f"{key}'s status")
         args = [*hub.cnet_args(), "apply", "-f", str(EXAMPLE)]
         result = await asyncio.to_thread(lambda: CliRunner().invoke(app, args))
         assert result.exit_code == 0, result.output

@@ -17,7 +17,7 @@ import aiohttp
 from clusternet_nats.api import KindInfo
 from clusternet_nats.api.paths import collection_path, events_path
 from clusternet_nats.cli.config import ClientSettings, ConfigError, ca_data_pem
-from clusternet_nats.store.tracecontext import inject
+from opentelemetry import propagate
 
 TIMEOUT = aiohttp.ClientTimeout(total=60, connect=10)
 MAX_RETRIES = 10
@@ -99,7 +99,7 @@ class HubClient:
         try:
             for attempt in range(MAX_RETRIES + 1):
                 async with self.session.request(
-                    method, self.server + path, json=body, params=params, headers=inject({})
+                    method, self.server + path, json=body, params=params, headers=_trace_headers()
                 ) as resp:
                     text = await resp.text()
                     wait = _retry_after(resp)
@@ -161,7 +161,8 @@ class HubClient:
             params["fieldSelector"] = field_selector
         timeout = aiohttp.ClientTimeout(total=None, connect=10)
         try:
-            async with self.session.get(self.server + path, params=params, timeout=timeout, headers=inject({})) as resp:
+            url, headers = self.server + path, _trace_headers()
+            async with self.session.get(url, params=params, timeout=timeout, headers=headers) as resp:
                 if resp.status >= 400:
                     raise HubError.from_status(resp.status, _json(resp, await resp.text()))
                 async for line in resp.content:
@@ -176,6 +177,14 @@ class HubClient:
         selector = f"involvedObject.kind={kind},involvedObject.name={name}"
         data = (await self.request("GET", events_path(namespace), params={"fieldSelector": selector}))[1]
         return list(data.get("items") or [])
+
+
+def _trace_headers() -> dict[str, str]:
+    """The command's trace context (`traceparent`), so the hub's spans join its trace. OpenTelemetry's
+    own propagator, not store.tracecontext: that module loads the whole store package (nats)."""
+    headers: dict[str, str] = {}
+    propagate.inject(headers)
+    return headers
 
 
 def _retry_after(resp: aiohttp.ClientResponse) -> float | None:

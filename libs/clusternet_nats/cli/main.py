@@ -3,44 +3,37 @@
 Each command is synchronous for Typer and runs one `asyncio.run` of its requests; every
 failure is a HubError or ObjectError turned into one clear message and exit code 1 here, in
 one place, so no command can leak a traceback.
+
+A command imports what only it uses when it runs (get's templates, proxy, tokens, approvals,
+wait, the package version, rich for errors), so `cnet apply` starts without them; the tracing
+of the store layer is imported only when spans are recorded (`_command_span`). No `from __future__
+import annotations` here: Typer reads every command's annotations at each start, and as strings
+they would be compiled and evaluated each time (twice as long).
 """
 
-from __future__ import annotations
-
 import asyncio
+import contextlib
 import functools
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib.metadata import version as package_version
 from pathlib import Path
-from typing import Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 from clusternet_nats.api import KindInfo, ObjectErrors, UnknownKindError, all_kinds, resolve
 from clusternet_nats.api.paths import object_path
 from clusternet_nats.api.registry import CATEGORIES
-from clusternet_nats.cli import approval as approval_cli
 from clusternet_nats.cli import config as cnet_config
-from clusternet_nats.cli import proxy as proxy_cli
-from clusternet_nats.cli import token as token_cli
-from clusternet_nats.cli import waiting
-from clusternet_nats.cli.apply import Target, apply_one, delete_one, load_files
+from clusternet_nats.cli.apply import Target, apply_all, delete_one, load_files, outcome
 from clusternet_nats.cli.client import HubClient, HubError, Object, ssl_context
 from clusternet_nats.cli.contexts import config_app
-from clusternet_nats.cli.describe import bases_of, deleting_subscription
-from clusternet_nats.cli.describe import describe as describe_text
-from clusternet_nats.cli.get import Fetched, Request, check_output, follow, render
-from clusternet_nats.cli.printers import to_json, to_yaml
-from clusternet_nats.cli.resources import Resolver
-from clusternet_nats.cli.templates import TemplateError
-from clusternet_nats.cli.waiting import SUBSCRIPTION_NAMES, duration_option
-from clusternet_nats.runtime.tracing import TracingConfigError, configure_tracing
-from clusternet_nats.store.tracecontext import span
-from opentelemetry.trace import SpanKind
-from rich.console import Console
-from rich.text import Text
+from opentelemetry import trace
+
+if TYPE_CHECKING:
+    from clusternet_nats.cli.get import Fetched, Request
+    from rich.console import Console
 
 T = TypeVar("T")
 
@@ -49,7 +42,6 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Clusternet's objects, kubectl-style, through the hub's HTTP API.",
 )
-_stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 FilesOption = Annotated[
     list[Path] | None,
@@ -116,8 +108,17 @@ def root(
     ctx.obj = Settings(config or cnet_config.default_path(), context, overrides)
 
 
+@functools.cache
+def _stderr() -> "Console":
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
 def _error(message: str) -> None:
-    _stderr.print(Text(message, style="red"))
+    from rich.text import Text
+
+    _stderr().print(Text(message, style="red"))
 
 
 def _fail(message: str) -> NoReturn:
@@ -141,12 +142,26 @@ def _run(ctx: typer.Context, work: Callable[[HubClient], Awaitable[T]]) -> T:
 
     try:
         tls = ssl_context(settings)  # reads certificate files: before the loop, not on it
-        with span(ctx.command_path, kind=SpanKind.CLIENT):  # the root of the trace its requests start
+        with _command_span(ctx.command_path):  # the root of the trace its requests start
             return asyncio.run(main())
     except HubError as err:
         _fail(str(err))
     except KeyboardInterrupt:  # Ctrl-C ends `get -w` and `wait` as it ends kubectl's
         raise typer.Exit(130) from None
+
+
+def _command_span(name: str) -> contextlib.AbstractContextManager[object]:
+    """The command's CLIENT span when spans are recorded: a tracer provider is set (main's, from
+    the OTEL_* variables) or a test put one in place (store.tracecontext.use_provider, so that
+    module is loaded). Else nothing: that module loads the whole store package (nats, structlog,
+    ~40% of `cnet apply`'s imports) to make a span no one records."""
+    if "clusternet_nats.store.tracecontext" not in sys.modules and isinstance(
+        trace.get_tracer_provider(), trace.ProxyTracerProvider
+    ):
+        return contextlib.nullcontext()
+    from clusternet_nats.store.tracecontext import span
+
+    return span(name, kind=trace.SpanKind.CLIENT)
 
 
 def _kind(name: str) -> KindInfo:
@@ -169,21 +184,23 @@ def _namespace(info: KindInfo, namespace: str | None) -> str | None:
     return (namespace or "default") if info.namespaced else None
 
 
-async def _each(lines: Sequence[Callable[[], Awaitable[str]]]) -> bool:
-    """Runs requests in order, printing each result or refusal; True if any was refused."""
+async def _print(outcomes: AsyncGenerator[str | HubError]) -> bool:
+    """Prints each request's line or refusal as it comes; True if any was refused."""
     failed = False
-    for line in lines:
-        try:
-            text = await line()
-        except HubError as err:
-            if not err.code:  # the hub is unreachable: nothing after this can succeed
-                raise
-            _error(str(err))
-            failed = True
-        else:
-            if text:
-                typer.echo(text)
+    async with contextlib.aclosing(outcomes):
+        async for result in outcomes:
+            if isinstance(result, HubError):
+                _error(str(result))
+                failed = True
+            elif result:
+                typer.echo(result)
     return failed
+
+
+async def _in_order(lines: Sequence[Callable[[], Awaitable[str]]]) -> AsyncGenerator[str | HubError]:
+    """Runs requests one after another (deletes: the order given)."""
+    for line in lines:
+        yield await outcome(line())
 
 
 @app.command()
@@ -203,8 +220,7 @@ def apply(
         return
 
     async def work(client: HubClient) -> bool:
-        resolver = Resolver(client)
-        return await _each([functools.partial(apply_one, client, t, resolver) for t in targets])
+        return await _print(apply_all(client, targets))
 
     if _run(ctx, work):
         raise typer.Exit(1)
@@ -231,6 +247,9 @@ def get(
     watch: Annotated[bool, typer.Option("--watch", "-w", help="After the list, print each change.")] = False,
 ) -> None:
     """Show objects as tables, or as YAML/JSON/templates; -w follows changes."""
+    from clusternet_nats.cli.get import check_output, follow
+    from clusternet_nats.cli.templates import TemplateError
+
     try:
         check_output(output)
     except TemplateError as err:
@@ -239,7 +258,7 @@ def get(
     if request.named and all_namespaces:
         _fail("error: a resource cannot be retrieved by name across all namespaces")
 
-    async def work(client: HubClient) -> list[Fetched]:
+    async def work(client: HubClient) -> "list[Fetched]":
         results = await request.fetch(client)
         _show(results, request, output, all_namespaces)
         if watch:
@@ -255,14 +274,19 @@ def get(
         raise typer.Exit(1)
 
 
-def _request(args: list[str], namespace: str | None, selector: str = "") -> Request:
+def _request(args: list[str], namespace: str | None, selector: str = "") -> "Request":
+    from clusternet_nats.cli.get import Request
+
     try:
         return Request.parse(args, namespace, selector)
     except HubError as err:
         _fail(str(err))
 
 
-def _show(results: list[Fetched], request: Request, output: str | None, all_namespaces: bool) -> None:
+def _show(results: "list[Fetched]", request: "Request", output: str | None, all_namespaces: bool) -> None:
+    from clusternet_nats.cli.get import render
+    from clusternet_nats.cli.templates import TemplateError
+
     try:
         text = render(results, output, all_namespaces, single=request.single)
     except TemplateError as err:
@@ -271,7 +295,7 @@ def _show(results: list[Fetched], request: Request, output: str | None, all_name
         typer.echo(text)
     elif not request.named and output not in ("yaml", "json"):
         scoped = not all_namespaces and any(r.resource.namespaced for r in results)
-        _stderr.print(f"No resources found{f' in {request.namespace} namespace' if scoped else ''}.")
+        _stderr().print(f"No resources found{f' in {request.namespace} namespace' if scoped else ''}.")
 
 
 @app.command()
@@ -282,6 +306,9 @@ def describe(
     namespace: NamespaceOption = None,
 ) -> None:
     """Show one object in detail, with its Events."""
+    from clusternet_nats.cli.describe import bases_of, deleting_subscription
+    from clusternet_nats.cli.describe import describe as describe_text
+
     if name is None:
         kind, _, name = kind.partition("/")
     if not name:
@@ -322,7 +349,7 @@ def delete(
 
         async def from_files(client: HubClient) -> bool:
             lines = [functools.partial(delete_one, client, *i, ignore_not_found) for i in files]
-            return await _each(lines)
+            return await _print(_in_order(lines))
 
         if _run(ctx, from_files):
             raise typer.Exit(1)
@@ -341,8 +368,8 @@ def delete(
                 names = [obj["metadata"]["name"] for obj in listed.get("items") or []]
             items += [(resource.path(request.namespace, name), resource.name, name) for name in names]
         if not items and not ignore_not_found:
-            _stderr.print("No resources found")
-        return await _each([functools.partial(delete_one, client, *i, ignore_not_found) for i in items])
+            _stderr().print("No resources found")
+        return await _print(_in_order([functools.partial(delete_one, client, *i, ignore_not_found) for i in items]))
 
     if _run(ctx, work):
         raise typer.Exit(1)
@@ -355,6 +382,10 @@ def version(
     output: Annotated[str | None, typer.Option("--output", "-o", help="yaml or json.")] = None,
 ) -> None:
     """The client's version and the hub's (`/version`)."""
+    from importlib.metadata import version as package_version
+
+    from clusternet_nats.cli.printers import to_json, to_yaml
+
     client_version = {"gitVersion": f"v{package_version('clusternet-nats')}", "platform": sys.platform}
     data: Object = {"clientVersion": client_version}
     if not client_only:
@@ -380,7 +411,9 @@ def wait(
     timeout: Annotated[str, typer.Option("--timeout", help="How long to wait: 30s, 5m, 1h.")] = "30s",
 ) -> None:
     """Waits until each object has a condition (or is gone), as kubectl wait; exit 1 on timeout."""
-    seconds = duration_option("--timeout", timeout)
+    from clusternet_nats.cli import waiting
+
+    seconds = waiting.duration_option("--timeout", timeout)
     try:
         condition = waiting.Condition.parse(for_)
     except ValueError as err:
@@ -401,6 +434,8 @@ def wait(
 
 
 def _proxy_config(ctx: typer.Context, clusters: Sequence[str]) -> dict[str, object]:
+    from clusternet_nats.cli import proxy as proxy_cli
+
     async def work(client: HubClient) -> list[tuple[str, str]]:
         return await proxy_cli.resolve_clusters(client, clusters)
 
@@ -417,6 +452,8 @@ def kubeconfig_command(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE (0600), not stdout.")] = None,
 ) -> None:
     """A kubeconfig with one context per child cluster, reaching it through the hub's proxy."""
+    from clusternet_nats.cli import proxy as proxy_cli
+
     text = proxy_cli.dump(_proxy_config(ctx, clusters))
     if output is None:
         typer.echo(text, nl=False)
@@ -432,6 +469,8 @@ def proxy_command(
     kubectl: Annotated[Path | None, typer.Option("--kubectl", help="kubectl (else $CNET_KUBECTL, PATH).")] = None,
 ) -> None:
     """Runs kubectl against a child cluster through the hub: `cnet proxy CLUSTER -- get pods -A`."""
+    from clusternet_nats.cli import proxy as proxy_cli
+
     try:
         binary = proxy_cli.find_kubectl(kubectl)
         config = _proxy_config(ctx, [cluster])
@@ -456,11 +495,13 @@ def rollout_status(
     timeout: Annotated[str, typer.Option("--timeout", help="Give up after this long (0: never).")] = "0s",
 ) -> None:
     """Per-cluster releases done and failures with their reason, until every release is done."""
-    seconds = duration_option("--timeout", timeout)
+    from clusternet_nats.cli import waiting
+
+    seconds = waiting.duration_option("--timeout", timeout)
     if watch.lower() not in ("true", "false"):
         raise typer.BadParameter(f"{watch!r} is not true or false", param_hint="'--watch'")
     request = _request(args, namespace or "default")
-    if not (request.single and request.words[0][0].lower() in SUBSCRIPTION_NAMES):
+    if not (request.single and request.words[0][0].lower() in waiting.SUBSCRIPTION_NAMES):
         _fail("error: rollout status takes one Subscription: cnet rollout status subs NAME")
     name = request.words[0][1][0]
     info = resolve("subscription")
@@ -488,6 +529,9 @@ def token_create(
     description: Annotated[str, typer.Option("--description", help="What it is for.")] = "",
 ) -> None:
     """Prints a new token, `[a-z0-9]{6}.[a-z0-9]{16}`; it is shown only now."""
+    from clusternet_nats.cli import token as token_cli
+    from clusternet_nats.cli.waiting import duration_option
+
     seconds = duration_option("--ttl", ttl)
     created = _run(ctx, lambda client: token_cli.create(client, seconds, description))
     typer.echo(created.token)
@@ -495,6 +539,8 @@ def token_create(
 
 @token_app.command("list")
 def token_list(ctx: typer.Context) -> None:
+    from clusternet_nats.cli import token as token_cli
+
     typer.echo(token_cli.table(_run(ctx, token_cli.list_tokens)))
 
 
@@ -502,11 +548,15 @@ def token_list(ctx: typer.Context) -> None:
 def token_revoke(
     ctx: typer.Context, token_id: Annotated[str, typer.Argument(help="The token's id (first part).")]
 ) -> None:
+    from clusternet_nats.cli import token as token_cli
+
     _run(ctx, lambda client: token_cli.revoke(client, token_id.split(".")[0]))
     typer.echo(f"bootstrap token {token_id.split('.')[0]} revoked")
 
 
 def _decide(ctx: typer.Context, kind: str, name: str, approved: bool, reason: str = "") -> None:
+    from clusternet_nats.cli import approval as approval_cli
+
     try:
         approval_cli.check_kind(kind)
     except (ValueError, UnknownKindError) as err:
@@ -571,6 +621,8 @@ def hoist_global_options(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
+    from clusternet_nats.runtime.tracing import TracingConfigError, configure_tracing
+
     try:
         tracing = configure_tracing("cnet")  # with OTEL_EXPORTER_OTLP_ENDPOINT set: a command is one trace
     except TracingConfigError as err:

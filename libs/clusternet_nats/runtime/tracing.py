@@ -12,11 +12,12 @@ is recorded. How the context travels between services is store/tracecontext.py's
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from opentelemetry import trace
-from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
 
 
 class TracingConfigError(ValueError):
@@ -34,8 +35,12 @@ def configure_tracing(service: str) -> TracerProvider | None:
         return None
     if exporter != "otlp":
         raise TracingConfigError(f"OTEL_TRACES_EXPORTER={exporter!r}: this build exports traces with otlp or none")
-    # Imported here: the exporter pulls in protobuf and requests, which a process without one needs not load.
+    # Imported here: the SDK (tens of milliseconds of imports) and the exporter (protobuf,
+    # requests) are for a process that exports; `cnet` without one starts without them.
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service}))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
