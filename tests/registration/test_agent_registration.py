@@ -13,12 +13,16 @@ from clusternet_nats.agent.backends.sim import SimCluster, Sizing
 from clusternet_nats.agent.cluster_agent import ClusterAgent
 from clusternet_nats.agent.identity import single_cluster
 from clusternet_nats.agent.registration import CREDENTIALS_FILE, Enrollment, RegistrationSettings
-from clusternet_nats.api.clusters import ClusterSyncMode, ManagedCluster
+from clusternet_nats.api.clusters import ClusterSyncMode, ManagedCluster, ManagedClusterStatus
+from clusternet_nats.api.intake import BUCKET_HEADER, FOLLOW
+from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
+from clusternet_nats.api.registration import intake_subject
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.hub.registration.records import token_store
 from clusternet_nats.runtime.service import CommonOptions
-from clusternet_nats.store import ObjectStore
+from clusternet_nats.store import ObjectStore, StatusStore
 from clusternet_nats.testing.waiting import eventually
+from nats.aio.msg import Msg
 
 from tests.registration.harness import RegistrationHub
 
@@ -46,6 +50,47 @@ async def test_registers_once_then_reuses_credentials(hub: RegistrationHub, tmp_
     agent = await run_agent(hub, settings)
     assert agent.identity.namespace == namespace
     await agent.stop()
+
+
+async def test_a_new_cluster_is_ready_after_three_intake_requests_and_a_restart_builds_on_its_status(
+    hub: RegistrationHub, tmp_path: Path
+) -> None:
+    """In a registration storm each intake request costs the agent, the hub and NATS: a new
+    cluster reads its ManagedCluster once and creates its status and inventory without reading
+    them. A restarted agent's creates conflict; it reads and builds on what it finds: the Ready
+    condition keeps its transition time, the unchanged inventory is not written again."""
+    settings = RegistrationSettings(await hub.token(), tmp_path / "state")
+    identity = single_cluster("edge", None, {"env": "test"}, ClusterSyncMode.PULL)
+    asked: list[tuple[str, str]] = []
+
+    async def intake(msg: Msg) -> None:
+        verb = msg.subject.rsplit(".", 1)[-1]
+        if verb != FOLLOW:  # the Description informer's, not the heartbeat's
+            asked.append((verb, (msg.headers or {}).get(BUCKET_HEADER, "")))
+
+    sub = await hub.nc.subscribe(intake_subject(identity.namespace, "*"), cb=intake)
+    js = hub.nc.jetstream()
+    statuses = StatusStore(js, "managedclusters-status", ManagedClusterStatus)
+    inventories = StatusStore(js, NODE_INVENTORIES_BUCKET, NodeInventory)
+    key = f"{identity.namespace}.edge"
+    try:
+        agent = await run_agent(hub, settings)
+        await agent.stop()
+        creates = [("put", "managedclusters-status"), ("put", NODE_INVENTORIES_BUCKET)]
+        assert asked == [("get", "managedclusters"), *creates]
+        first, inventory = await statuses.get(key), await inventories.get(key)
+        assert first is not None and first.value.conditions and inventory is not None
+
+        asked.clear()
+        agent = await run_agent(hub, settings)
+        await agent.stop()
+        again = await statuses.get(key)
+        assert again is not None and again.revision > first.revision and again.value.conditions
+        assert again.value.conditions[0].last_transition_time == first.value.conditions[0].last_transition_time
+        assert (await inventories.get(key)) == inventory
+        assert ("get", "managedclusters-status") in asked and ("get", NODE_INVENTORIES_BUCKET) in asked
+    finally:
+        await sub.unsubscribe()
 
 
 async def test_agent_behind_its_own_leaf_node_is_ready(hub: RegistrationHub, tmp_path: Path) -> None:

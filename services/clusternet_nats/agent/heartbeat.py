@@ -13,7 +13,10 @@ a steady fleet stores nothing. The hub's cluster-health controller marks a clust
 three missed heartbeats; when it did, or anything else replaced the status this agent wrote, the
 hub answers the next heartbeat and the agent writes its status again. As Clusternet's status
 manager, it remembers what it last wrote (status revision, labels) and reads again only on a
-conflict or such an answer. A failed round is retried sooner than a period, after a wait drawn
+conflict or such an answer. A new cluster has no status and no inventory, and its ManagedCluster
+was just read: the first round creates both without reading them first (a restarted agent's
+create conflicts, and it reads then), so a registration storm costs three intake requests a
+cluster, not six. A failed round is retried sooner than a period, after a wait drawn
 with full jitter from a window that starts at a second and doubles up to 30 s (runtime/backoff.py):
 the thousands of clusters of a fleet that failed together (a hub restart, a store outage) do not
 retry together.
@@ -77,6 +80,8 @@ class Heartbeat:
         """The collection it was written from: an equal collection sends only a heartbeat."""
         self._rewrite = asyncio.Event()
         self._labels: dict[str, str] | None = None
+        self._first = True
+        """Nothing written or read yet: the status and inventory are created, not read first."""
         self._log = log.bind(cluster=identity.name)
 
     async def run(self) -> None:
@@ -88,9 +93,7 @@ class Heartbeat:
                 try:
                     if answers is None:
                         answers = await self.nc.subscribe(self.answers, cb=self._on_answer)
-                    if not self.registered:
-                        await self.register()
-                    await self.report()
+                    await self.report(None if self.registered else await self.register())
                     self.registered = True
                     retry.reset()
                     delay = self.frequency
@@ -121,8 +124,9 @@ class Heartbeat:
         self._status = None
         self._rewrite.set()
 
-    async def register(self) -> None:
-        """Creates or updates this cluster's ManagedCluster; writes nothing if it is up to date."""
+    async def register(self) -> ManagedCluster:
+        """Creates or updates this cluster's ManagedCluster, writing nothing if it is up to date;
+        the stored object."""
         ident = self.identity
         current = await self.clusters.get(ident.namespace, ident.name)
         spec = ManagedClusterSpec(cluster_id=ident.cluster_id, sync_mode=ident.sync_mode)
@@ -133,15 +137,17 @@ class Heartbeat:
         desired.spec.cluster_id, desired.spec.sync_mode = ident.cluster_id, ident.sync_mode
         desired.spec.cluster_type = ident.cluster_type
         if current is None:
-            await self.clusters.create(desired)
+            created = await self.clusters.create(desired)
             self._log.info("heartbeat.registered", namespace=ident.namespace, cluster_id=ident.cluster_id)
-        else:
-            await self.clusters.update(desired, current)
+            return created
+        return await self.clusters.update(desired, current)
 
-    async def report(self) -> None:
+    async def report(self, cluster: ManagedCluster | None = None) -> None:
+        """One round; `cluster` is the ManagedCluster as just stored, if this round registered."""
         collected = await self.collector.current()
         if collected.labels != self._labels:
-            await self._sync_labels(collected)
+            await self._sync_labels(collected, cluster)
+        first, self._first = self._first, False
         if self._status is not None and collected.status == self._reported:
             beat = ClusterHeartbeat(
                 cluster_id=self.identity.cluster_id, name=self.identity.name, status_revision=self._status.revision
@@ -149,11 +155,13 @@ class Heartbeat:
             await self.nc.publish(self.subject, beat.to_json(), reply=self.answers)
         else:
             try:
-                await self._write_status(collected, self._status or await self.statuses.get(self.key))
+                current = self._status if self._status is not None or first else await self.statuses.get(self.key)
+                await self._write_status(collected, current)
             except ConflictError:
-                # Someone else wrote (the hub marking us Unknown): build on what is there now.
+                # Someone else wrote (the hub marking us Unknown), or this agent did before it was
+                # restarted: build on what is there now.
                 await self._write_status(collected, await self.statuses.get(self.key))
-        await self._write_inventory(collected)
+        await self._write_inventory(collected, first)
 
     async def _write_status(self, collected: Collected, current: Versioned[ManagedClusterStatus] | None) -> None:
         status = collected.status.model_copy(deep=True)
@@ -164,10 +172,11 @@ class Heartbeat:
         revision = await self.statuses.put(self.key, status, current.revision if current else 0)
         self._status, self._reported = Versioned(status, revision), collected.status
 
-    async def _sync_labels(self, collected: Collected) -> None:
-        """Replaces the ManagedCluster's aggregated node labels with the latest common ones."""
+    async def _sync_labels(self, collected: Collected, current: ManagedCluster | None = None) -> None:
+        """Replaces the ManagedCluster's aggregated node labels with the latest common ones;
+        `current` is the stored ManagedCluster if this round has it already, else it is read."""
         aggregation = self.collector.aggregation
-        current = await self.clusters.get(self.identity.namespace, self.identity.name)
+        current = current or await self.clusters.get(self.identity.namespace, self.identity.name)
         if current is None:
             return
         labels = {k: v for k, v in current.labels.items() if not aggregation.owns(k)} | collected.labels
@@ -178,9 +187,20 @@ class Heartbeat:
             self._log.info("heartbeat.labels_aggregated", labels=collected.labels)
         self._labels = collected.labels
 
-    async def _write_inventory(self, collected: Collected) -> None:
+    async def _write_inventory(self, collected: Collected, first: bool = False) -> None:
+        """Writes the node inventory if it changed; on the `first` round by creating it (a
+        restarted agent's create conflicts, and it compares with what is stored)."""
         inventory = NodeInventory(cluster_id=self.identity.cluster_id, nodes=collected.nodes)
         if inventory == self._inventory:
             return
-        await self.inventories.put_if_changed(self.key, inventory)
+        if not (first and await self._create_inventory(inventory)):
+            await self.inventories.put_if_changed(self.key, inventory)
         self._inventory = inventory
+
+    async def _create_inventory(self, inventory: NodeInventory) -> bool:
+        """False if one is stored already."""
+        try:
+            await self.inventories.put(self.key, inventory, 0)
+        except ConflictError:
+            return False
+        return True
