@@ -98,8 +98,13 @@ class Connection:
                 log.info("nats.connect_retry", url=_redacted(self.url), error=repr(err))
                 await backoff.wait(deadline)
 
-    async def close(self) -> None:
+    async def close(self, drain: bool = True) -> None:
+        """Drains (what was received is handled, what was sent flushed), or, for a connection
+        whose last request was answered, just closes: no unsubscribes, no round trip."""
         if self.nc is not None and not self.nc.is_closed:
+            if not drain:
+                await self.nc.close()
+                return
             try:
                 await asyncio.wait_for(self.nc.drain(), 5)
             except Exception:

@@ -13,9 +13,9 @@ import functools
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
-from clusternet_nats.agent.backends.kube import KubeCluster
 from clusternet_nats.agent.backends.sim import SimCluster, Sizing
 from clusternet_nats.agent.cluster_agent import ClusterAgent, StatusSettings
 from clusternet_nats.agent.heartbeat import DEFAULT_REPORT_FREQUENCY
@@ -24,6 +24,9 @@ from clusternet_nats.agent.registration import Enrollment, RegistrationSettings
 from clusternet_nats.api.clusters import ClusterSyncMode
 from clusternet_nats.helm.render import Renderer, find_helm
 from clusternet_nats.runtime.service import CommonOptions, ServiceContext
+
+if TYPE_CHECKING:
+    from clusternet_nats.agent.backends.kube import KubeCluster
 
 SERVICE = "clusternet-agent"
 DEFAULT_SIM_PREFIX = "sim"
@@ -129,7 +132,7 @@ class Agent:
 
     async def _kube_cluster(self) -> ClusterAgent:
         """A real cluster's id is the cluster's own (as Clusternet's), so its agent is built once it answers."""
-        backend = KubeCluster(self.options.kubeconfig, find_helm(self.options.helm_binary) or "helm")
+        backend = _kube_backend(self.options.kubeconfig, find_helm(self.options.helm_binary) or "helm")
         try:
             cluster_id = self.options.cluster_id or await backend.wait_cluster_id()
         except BaseException:
@@ -146,8 +149,16 @@ async def with_cluster_id(options: AgentOptions) -> AgentOptions:
     Clusternet's agent takes it), for registration, which files the id before any agent runs."""
     if options.backend is not Backend.KUBE or options.cluster_id:
         return options
-    backend = KubeCluster(options.kubeconfig)
+    backend = _kube_backend(options.kubeconfig)
     try:
         return dataclasses.replace(options, cluster_id=await backend.wait_cluster_id())
     finally:
         await backend.close()
+
+
+def _kube_backend(kubeconfig: Path | None, helm: str | Path = "helm") -> KubeCluster:
+    """The kube backend, imported only when used: its Kubernetes client takes a third of a
+    second to import, paid by every process of simulated clusters otherwise."""
+    from clusternet_nats.agent.backends.kube import KubeCluster
+
+    return KubeCluster(kubeconfig, helm)
