@@ -193,10 +193,14 @@ async def main(args: argparse.Namespace) -> int:
                 await asyncio.sleep(0.1)
             registration = time.monotonic() - started
             spent = {n: round(c - cpu0[n], 1) for n, c in cpu_seconds(hub_side).items()}
-            agent_cpu = round(sum(p.cpu_times().user + p.cpu_times().system for p in agent_procs), 1)
+            each_agent = [round(p.cpu_times().user + p.cpu_times().system, 1) for p in agent_procs]
+            agent_cpu = round(sum(each_agent), 1)
             print(f"{clusters} clusters in {agents} agent processes: all Ready {registration:.1f} s after start")
-            print(f"  {clusters / registration:.0f} clusters/s", flush=True)
-            print(f"  CPU seconds: {spent} agents {agent_cpu}")
+            print(f"  {clusters / registration:.0f} clusters/s (load average {load_average()})", flush=True)
+            print(f"  CPU seconds: {spent} agents {agent_cpu} ({each_agent}; from their start, imports included)")
+            per_thousand = {n: round(c * 1000 / clusters, 2) for n, c in {**spent, "agents": agent_cpu}.items()}
+            summed = round(sum(per_thousand.values()), 1)
+            print(f"  CPU seconds per 1,000 registrations: {per_thousand}, all processes {summed}")
 
             for proc in hub_side.values():
                 proc.cpu_percent(None)
@@ -230,7 +234,8 @@ async def main(args: argparse.Namespace) -> int:
                     clusters=clusters,
                     figures={
                         "registration_s": round(registration, 2),
-                        "registration_cpu_s": spent,
+                        "registration_cpu_s": {**spent, "agents": agent_cpu},
+                        "registration_cpu_s_per_1000": per_thousand,
                         "heartbeats_per_s": round(rate, 2),
                         "status_writes_per_s": round(writes, 2),
                         "hub_cpu_percent": cpu,
