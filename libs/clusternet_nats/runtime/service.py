@@ -20,6 +20,7 @@ import structlog
 from aiohttp import web
 from clusternet_nats.api.meta import KubeObject
 from clusternet_nats.api.registry import KindInfo
+from clusternet_nats.runtime import heap
 from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.runtime.health import serve_health
 from clusternet_nats.runtime.logging import configure_logging
@@ -251,6 +252,7 @@ async def serve(
     await build(ctx)
     runner = await _health_app(ctx)
     await ctx.start()
+    heap.settle()
     log.info("service.started", service=name)
     try:
         await stop.wait()
@@ -266,6 +268,7 @@ async def serve(
 def run(name: str, options: CommonOptions, build: Builder) -> None:
     """Process entry point: logging, tracing, signals, serve."""
     configure_logging(options.log_level, service=name)
+    heap.tune()
     try:
         tracing = configure_tracing(name)
     except TracingConfigError as err:
