@@ -153,8 +153,8 @@ def hub_get(system: System, path: str) -> Any:
 def rollout(
     system: System, manifest_file: Path, clusters: int | None, timeout: float
 ) -> tuple[float, int, float] | None:
-    """`cnet apply` of the manifests, then (seconds until the Subscription counts every bound
-    cluster's release completed and every Description is Success, clusters bound); None (and
+    """`cnet apply` of the manifests, then (seconds until the Subscription counted every bound
+    cluster's release completed, with every Description Success, clusters bound); None (and
     why, printed) after `timeout`. `clusters`: how many must be bound (Replication binds every
     cluster); None: as many as the scheduler binds (Dividing, like Clusternet's, scores an
     adaptive share of a fleet over 100 clusters: 42% of 1,000, 5% of 10,000); the third figure:
@@ -165,13 +165,15 @@ def rollout(
     detail = ""
     while True:
         sub = system.hub_get(SUBSCRIPTION)
+        seen = time.monotonic() - started
         status = sub.get("status") or {}
         done, desired = status.get("completedReleases", 0), status.get("desiredReleases", 0)
         if desired and done >= desired and desired >= (clusters or 0):
+            # The Subscription says so; the Descriptions, listed after the clock stopped, confirm it.
             descs = system.hub_get(DESCRIPTIONS)["items"]
             ok = sum(1 for d in descs if (d.get("status") or {}).get("phase") == "Success")
             if ok >= desired:
-                return time.monotonic() - started, desired, applied
+                return seen, desired, applied
             detail = f"{ok} descriptions Success"
         else:
             detail = f"completedReleases {done}/{desired}"

@@ -133,6 +133,18 @@ class Informer(Generic[T]):
     def add_handler(self, handler: Handler[T]) -> None:
         self._handlers.append(handler)
 
+    def learn(self, key: str, value: T, revision: int) -> None:
+        """A write this process made itself (`value` stored at `revision`), applied at once, as
+        its echo would be: the cache has it and the handlers are told. The echo, when it comes,
+        is skipped undecoded. So the writer's next read is not behind its own write (a converge
+        that wrote a fleet's objects does not take them for missing), and a fleet's writes are
+        not decoded again."""
+        if self._revisions.get(key, 0) >= revision:
+            return
+        self._cache[key] = value
+        self._revisions[key] = revision
+        self._notify(key, value)
+
     async def start(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"informer:{self.bucket}")
@@ -276,13 +288,15 @@ class Informer(Generic[T]):
             self._log.warning("informer.foreign_key", subject=msg.subject)
             return
         key = msg.subject[len(self.subject_prefix) :]
+        if self._revisions.get(key, 0) >= seq:
+            if seen is not None:
+                seen.add(key)
+            return  # applied already (`learn`)
         if is_deletion(msg.headers):
             self._remove(key)
             return
         if seen is not None:
             seen.add(key)
-        if self._revisions.get(key, 0) >= seq:
-            return
         try:
             value = self.decode(key, msg.data, seq)
         except UndecodableError:  # reported (logged and counted) where it was decoded

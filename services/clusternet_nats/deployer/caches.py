@@ -121,8 +121,15 @@ class Caches:
 
     # -- change -> Subscription keys -------------------------------------------------------
 
-    def watch(self, enqueue: Callable[[str], None], sweep: Callable[[], None]) -> None:
-        """Wires every informer to `enqueue` (a Subscription key) or `sweep` (orphans to collect)."""
+    def watch(
+        self,
+        enqueue: Callable[[str], None],
+        sweep: Callable[[], None],
+        status_changed: Callable[[str, str], None],
+    ) -> None:
+        """Wires every informer to `enqueue` (a Subscription key to converge), `sweep` (orphans
+        to collect) or, for a Description's status, `status_changed` (the Subscription's key, the
+        Description's)."""
 
         def for_feeds(selectors: set[Selector]) -> None:
             for selector in selectors:
@@ -134,6 +141,17 @@ class Caches:
                 owners = self.subs_by_uid.keys_for(uid)
                 for key in owners:
                     enqueue(key)
+                if not owners:
+                    sweep()
+
+        def on_description_status(key: str, status: DescriptionStatus | None) -> None:
+            uids = self._status_owners(key)
+            if status is None:  # the child pruned: a deletion held on its children may go on
+                for_owners(uids)
+            for uid in uids:
+                owners = self.subs_by_uid.keys_for(uid)
+                for sub_key in owners:
+                    status_changed(sub_key, key)
                 if not owners:
                     sweep()
 
@@ -166,7 +184,7 @@ class Caches:
         self.bases.add_handler(lambda key, obj: for_owners(self.bases_by_sub.update(key, obj)))
         self.descriptions.add_handler(lambda key, obj: for_owners(self.descriptions_by_sub.update(key, obj)))
         self.helm_releases.add_handler(lambda key, obj: for_owners(self.helm_releases_by_sub.update(key, obj)))
-        self.description_statuses.add_handler(lambda key, _status: for_owners(self._status_owners(key)))
+        self.description_statuses.add_handler(on_description_status)
 
     def _status_owners(self, key: str) -> frozenset[str]:
         """Whose Description a status is about; once the Description is gone (a child pruned it

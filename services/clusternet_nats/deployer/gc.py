@@ -14,7 +14,7 @@ import structlog
 from clusternet_nats.api.apps import Base, Description, HelmRelease, SubscriptionStatus
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.deployer.caches import Caches, owner_uid
-from clusternet_nats.deployer.reconciler import SUBSCRIPTION_STATUS_BUCKET
+from clusternet_nats.deployer.statussync import SUBSCRIPTION_STATUS_BUCKET
 from clusternet_nats.deployer.writes import remove
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import Informer, ObjectStore, StatusStore

@@ -1,4 +1,5 @@
-"""One reconcile per Subscription keeps its Bases, their Descriptions and its status consistent.
+"""One reconcile per Subscription keeps its Bases and their Descriptions consistent, and tells
+the status pass (statussync.py) which clusters it placed.
 
 Level-triggered: it reads the latest Subscription, binding, clusters, feeds and overrides from
 the informer caches, derives what should exist and writes only the differences (CAS, so a stale
@@ -14,6 +15,7 @@ import functools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import structlog
 import structlog.contextvars
@@ -25,13 +27,12 @@ from clusternet_nats.api.apps import (
     Localization,
     Manifest,
     Subscription,
-    SubscriptionStatus,
 )
 from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.meta import Feed
 from clusternet_nats.api.registry import KindInfo
-from clusternet_nats.deployer.bases import base_name, cluster_labels, desired_base
+from clusternet_nats.deployer.bases import cluster_labels, desired_base
 from clusternet_nats.deployer.caches import Caches
 from clusternet_nats.deployer.deletion import SubscriptionDeletion
 from clusternet_nats.deployer.descriptions import (
@@ -43,30 +44,21 @@ from clusternet_nats.deployer.descriptions import (
 )
 from clusternet_nats.deployer.helmreleases import HelmReleases
 from clusternet_nats.deployer.overrides import OverrideError
-from clusternet_nats.deployer.status import Aggregator, Release
+from clusternet_nats.deployer.statussync import StatusSync
 from clusternet_nats.deployer.warnings import Warnings
 from clusternet_nats.deployer.writes import PARALLELISM, Outcome, concurrently, ensure_all, remove_all
-from clusternet_nats.domain.descriptions import SUCCESSFULLY_DEPLOYED, failed
 from clusternet_nats.domain.feeds import format_feed, is_chart_feed
 from clusternet_nats.domain.finalizers import is_deleting
 from clusternet_nats.domain.subscriptions import scheduled
 from clusternet_nats.runtime.service import ServiceContext
-from clusternet_nats.store import ObjectStore, StatusStore, object_key
+from clusternet_nats.store import Informer, ObjectStore, object_key
 
 log = structlog.get_logger(__name__)
 
-SUBSCRIPTION_STATUS_BUCKET = KindInfo.of(Subscription).status_bucket or ""
+D = TypeVar("D", Base, Description)
 
 Resolved = tuple[list[tuple[Feed, Manifest]], list[HelmChart]]
 """A Subscription's feeds resolved: the objects of its manifest feeds (in order), its charts."""
-
-
-@dataclass(frozen=True)
-class Placed:
-    """What one bound cluster has after a reconcile."""
-
-    descriptions: list[Description]
-    release: Release
 
 
 class Deployer:
@@ -84,26 +76,23 @@ class Deployer:
         self.warnings = Warnings(ctx.recorder)
         self.bases: ObjectStore[Base] = ObjectStore(ctx.js, KindInfo.of(Base))
         self.descriptions: ObjectStore[Description] = ObjectStore(ctx.js, KindInfo.of(Description))
-        self.statuses = StatusStore(ctx.js, SUBSCRIPTION_STATUS_BUCKET, SubscriptionStatus)
         self.helm_releases = HelmReleases(ctx, caches)
+        self.status = StatusSync(ctx, caches, self.helm_releases, self.warnings)
         self._recording: set[asyncio.Task[list[None]]] = set()
         """Events being recorded (`_announce`), kept so that they are not collected half-way."""
-        self.aggregator = Aggregator()
-        """Each Subscription's status, recomputed for the clusters whose Description statuses changed."""
-        self._placed: dict[str, dict[str, tuple[int, int]]] = {}
-        """By Subscription key, by cluster namespace: digests of what the cluster's Base and
-        Descriptions were last derived from (`_cluster_inputs`) and of them as written."""
+        self._placed: dict[str, dict[str, Derived]] = {}
+        """By Subscription key, by cluster namespace: what the cluster's Base and Descriptions
+        were last derived from, and their revisions as written."""
 
     async def reconcile(self, key: str) -> None:
         with structlog.contextvars.bound_contextvars(subscription=key):
             sub = self.caches.subscriptions.get(key)
             if sub is None or is_deleting(sub):
                 self._placed.pop(key, None)
-                self.aggregator.forget(key)
+                self.status.forget(key)
             if sub is None:
                 # Its Bases and Descriptions are orphans now, collected by the sweep.
-                if await self.statuses.get(key) is not None:
-                    await self.statuses.delete(key)
+                await self.status.delete(key)
                 return
             if is_deleting(sub):
                 await self.deletion.finalize(sub)
@@ -133,24 +122,15 @@ class Deployer:
             existing[description.namespace].append(description)
 
         has = await self._converge(sub, binding, placements, renderings, existing)
-        placed = [
-            Placed(descs, await self._release(sub, cluster, descs))
-            for (_, cluster), descs in zip(placements, has, strict=True)
-        ]
+        helm = [desc for descs in has for desc in descs if desc.spec.deployer is DeployerType.HELM]
 
-        async def sync_helm(descriptions: list[Description]) -> set[str]:
-            helm_kept: set[str] = set()
-            for desc in descriptions:
-                if desc.spec.deployer is DeployerType.HELM:
-                    status = self.caches.description_statuses.get(self.descriptions.key_of(desc))
-                    helm_kept |= await self.helm_releases.sync(desc, status)
-            return helm_kept
+        async def sync_helm(desc: Description) -> set[str]:
+            status = self.caches.description_statuses.get(self.descriptions.key_of(desc))
+            return await self.helm_releases.sync(desc, status)
 
-        helm_kept = await concurrently(
-            self.parallelism, [functools.partial(sync_helm, p.descriptions) for p in placed]
-        )
+        helm_kept = await concurrently(self.parallelism, [functools.partial(sync_helm, desc) for desc in helm])
         await self.helm_releases.delete_stale(uid, set().union(*helm_kept))
-        await self._sync_status(sub, [p.release for p in placed])
+        self.status.placed(sub, [(cluster, descs) for (_, cluster), descs in zip(placements, has, strict=True)])
 
     async def _converge(
         self,
@@ -173,20 +153,18 @@ class Deployer:
         localizations: dict[str, list[Localization]] = defaultdict(list)
         for localization in self.caches.localizations.values():
             localizations[localization.namespace].append(localization)
-        name = base_name(sub)
         last = self._placed.get(key, {})
-        done: dict[str, tuple[int, int]] = {}
+        done: dict[str, Derived] = {}
         kept: dict[int, tuple[Base, list[Description]]] = {}
         todo: list[tuple[int, ManagedCluster, int | None]] = []
         for position, (index, cluster) in enumerate(placements):
             inputs = None
             if shared is not None:
                 inputs = _cluster_inputs(shared, binding, index, cluster, localizations[cluster.namespace])
-            current = self.caches.bases.get(object_key(cluster.namespace, name))
-            cached = existing.get(cluster.namespace, [])
             memo = last.get(cluster.namespace)
-            if inputs is not None and current is not None and memo == (inputs, _revisions_of([current, *cached])):
-                kept[position] = current, cached
+            unchanged = self._as_derived(memo) if memo is not None and memo.inputs == inputs else None
+            if memo is not None and unchanged is not None:
+                kept[position] = unchanged
                 done[cluster.namespace] = memo
             else:
                 todo.append((position, cluster, inputs))
@@ -211,7 +189,7 @@ class Deployer:
             has = existing.get(cluster.namespace, []) if descs is None else [next(synced) for _ in descs]
             kept[position] = base, has
             if inputs is not None and descs is not None:
-                done[cluster.namespace] = (inputs, _revisions_of([base, *has]))
+                done[cluster.namespace] = Derived.of(inputs, base, has)
         self._placed[key] = done
 
         placed = [kept[position] for position in range(len(placements))]
@@ -219,6 +197,19 @@ class Deployer:
         kept_descriptions = {self.descriptions.key_of(d) for _, descs in placed for d in descs}
         await self._delete_stale_descriptions(sub, kept_descriptions)
         return [descs for _, descs in placed]
+
+    def _as_derived(self, memo: Derived) -> tuple[Base, list[Description]] | None:
+        """The cluster's Base and Descriptions, if each is still at the revision written."""
+        base = self.caches.bases.get(memo.base[0])
+        if base is None or base.metadata.resource_version != memo.base[1]:
+            return None
+        descriptions = []
+        for key, revision in memo.descriptions:
+            description = self.caches.descriptions.get(key)
+            if description is None or description.metadata.resource_version != revision:
+                return None
+            descriptions.append(description)
+        return base, descriptions
 
     def _shared_inputs(self, sub: Subscription, renderings: Renderings) -> int:
         """A digest of the revisions of what every cluster's Base and Descriptions are derived
@@ -250,6 +241,7 @@ class Deployer:
         desired = [desired_base(sub, cluster) for cluster in clusters]
         pairs = [(self.caches.bases.get(self.bases.key_of(base)), base) for base in desired]
         synced = await ensure_all(self.bases, pairs)
+        _learn(self.caches.bases, self.bases, synced)
         self._announce([(base, sub, "Base", outcome) for base, outcome in synced])
         return [base for base, _ in synced]
 
@@ -342,6 +334,7 @@ class Deployer:
         """Writes the Descriptions that differ from the cache (an unchanged one costs no write)."""
         current = [self.caches.descriptions.get(self.descriptions.key_of(desc)) for _, desc in desired]
         synced = await ensure_all(self.descriptions, list(zip(current, (desc for _, desc in desired), strict=True)))
+        _learn(self.caches.descriptions, self.descriptions, synced)
         self._announce(
             [(desc, base, "Description", outcome) for (base, _), (desc, outcome) in zip(desired, synced, strict=True)]
         )
@@ -354,38 +347,31 @@ class Deployer:
             log.info("deployer.description_deleted", cluster=description.namespace, description=description.name)
         await remove_all(self.descriptions, stale, self.parallelism)
 
-    # -- status ----------------------------------------------------------------------------
 
-    async def _release(
-        self, sub: Subscription, cluster: ManagedCluster, descriptions: Sequence[Description]
-    ) -> Release:
-        statuses = []
-        for description in descriptions:
-            status = self.caches.description_statuses.get(self.descriptions.key_of(description))
-            subject = f"description {description.namespaced_name()}"
-            event = failed(description, status)
-            if event is not None:
-                await self.warnings.warn(sub, subject, event.reason, event.message)
-            else:
-                self.warnings.resolve(sub, subject)
-            statuses.append(status)
-        return Release(cluster_id=cluster.spec.cluster_id, cluster_name=cluster.name, statuses=statuses)
-
-    async def _sync_status(self, sub: Subscription, releases: Sequence[Release]) -> None:
-        key = object_key(sub.namespace, sub.name)
-        status = self.aggregator.aggregate(key, sub.spec.feeds, releases)
-        current = await self.statuses.get(key)
-        if current is not None and current.value == status:
-            return
-        await self.statuses.put(key, status, current.revision if current else 0)
-        done = status.completed_releases
-        if releases and done == len(releases) and (current is None or current.value.completed_releases != done):
-            message = f"Subscription {sub.namespaced_name()} is deployed successfully to all {done} bound clusters"
-            await self.recorder.normal(sub, SUCCESSFULLY_DEPLOYED, message)
+def _learn(informer: Informer[D], store: ObjectStore[D], synced: Sequence[tuple[D, Outcome]]) -> None:
+    """Puts what a pass wrote in the cache at once: the next pass, queued meanwhile, reads it
+    there, not the state before (a fleet taken for new, created again, failed per cluster)."""
+    for obj, outcome in synced:
+        if outcome is not Outcome.UNCHANGED:
+            informer.learn(store.key_of(obj), obj, int(obj.metadata.resource_version or 0))
 
 
-def _revisions_of(objects: Sequence[Base | Description]) -> int:
-    return hash(frozenset((obj.kind, obj.namespace, obj.name, obj.metadata.resource_version) for obj in objects))
+@dataclass(frozen=True)
+class Derived:
+    """What one cluster's Base and Descriptions were last derived from (`_cluster_inputs`), and
+    their keys and revisions as written: while both hold, the cluster is neither rendered nor
+    compared again."""
+
+    inputs: int
+    base: tuple[str, str | None]
+    descriptions: tuple[tuple[str, str | None], ...]
+
+    @classmethod
+    def of(cls, inputs: int, base: Base, descriptions: Sequence[Description]) -> Derived:
+        def written(obj: Base | Description) -> tuple[str, str | None]:
+            return object_key(obj.namespace, obj.name), obj.metadata.resource_version
+
+        return cls(inputs, written(base), tuple(written(d) for d in descriptions))
 
 
 def _cluster_inputs(

@@ -16,6 +16,7 @@ WORKERS = 4
 async def build(ctx: ServiceContext, feed_in_use_protection: bool = False, parallelism: int = PARALLELISM) -> None:
     caches = Caches(ctx)
     deployer = Deployer(ctx, caches, feed_in_use_protection, parallelism)
+    statuses = deployer.status
     orphans = OrphanSweep(ctx, caches)
     FeedDeletion(ctx, caches)
     Pusher(ctx, caches)
@@ -27,7 +28,7 @@ async def build(ctx: ServiceContext, feed_in_use_protection: bool = False, paral
 
     subscriptions = ctx.queue("deployer-subscriptions", deployer.reconcile, workers=WORKERS, on_parked=parked)
     sweeps = ctx.queue("deployer-orphans", orphans.sweep, workers=1)
-    caches.watch(subscriptions.add, lambda: sweeps.add(ORPHANS))
+    caches.watch(subscriptions.add, lambda: sweeps.add(ORPHANS), statuses.status_changed)
 
     async def sweep_once_started() -> None:
         sweeps.add(ORPHANS)

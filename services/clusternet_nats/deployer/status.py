@@ -8,8 +8,8 @@ Clusternet's `omitempty` leaves them out of its JSON.
 
 `aggregate` recounts everything; an `Aggregator` gives the same status while remembering each
 cluster's part (its per-feed details and counters, and the statuses they came from), so that the
-reconcile after one Description's status changed recomputes one cluster's part and sums the rest,
-instead of re-reading every Description status of the fleet.
+pass after one Description's status changed recomputes one cluster's part (`refresh`) and sums
+the rest, instead of re-reading every Description status of the fleet.
 """
 
 from __future__ import annotations
@@ -189,6 +189,21 @@ class Aggregator:
             parts[cluster] = part
         self._feeds[key], self._parts[key] = feeds, parts
         return _combine(feeds, [parts[(release.cluster_id, release.cluster_name)] for release in releases])
+
+    def refresh(self, key: str, changed: Sequence[Release]) -> SubscriptionStatus | None:
+        """The status once only the `changed` clusters' statuses changed, the feeds and the bound
+        clusters (in their order) being those of the last `aggregate`; None before any. A cluster
+        not bound then is left out."""
+        parts = self._parts.get(key)
+        if parts is None:
+            return None
+        feeds = self._feeds[key]
+        for release in changed:
+            cluster = (release.cluster_id, release.cluster_name)
+            part = parts.get(cluster)
+            if part is not None and not _same(part.statuses, release.statuses):
+                parts[cluster] = _part(feeds, release)
+        return _combine(feeds, list(parts.values()))
 
     def forget(self, key: str) -> None:
         """Drops what is remembered of a Subscription that is gone."""
