@@ -23,6 +23,7 @@ from clusternet_nats.agent.identity import ClusterIdentity, simulated_clusters, 
 from clusternet_nats.agent.registration import Enrollment, RegistrationSettings
 from clusternet_nats.api.clusters import ClusterSyncMode
 from clusternet_nats.helm.render import Renderer, find_helm
+from clusternet_nats.runtime import heap
 from clusternet_nats.runtime.service import CommonOptions, ServiceContext
 
 if TYPE_CHECKING:
@@ -119,6 +120,7 @@ class Agent:
             async with asyncio.TaskGroup() as group:
                 for cluster in self.clusters:
                     group.create_task(cluster.start(options))
+            heap.settle()  # the clusters' state, built once, is not garbage
             log.info("agent.started", clusters=len(self.clusters))
             await asyncio.Event().wait()
         except Exception as err:
