@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 
 _MAX_EXPONENT = 32
 """Far past any cap in use; keeps 2**attempt a small float however long the failures go on."""
+_SHARED = random.Random()
+"""One generator for the process, seeded once from the OS: seeding one per Backoff (a process of
+simulated clusters makes five a registration) reads 2.5 KB of urandom each time."""
 
 
 @dataclass
@@ -24,7 +27,7 @@ class Backoff:
     """The largest window, seconds."""
     attempt: int = 0
     """Failures since the last success (`reset`)."""
-    _random: random.Random = field(default_factory=random.Random, repr=False)
+    _random: random.Random = field(default=_SHARED, repr=False)
 
     def __post_init__(self) -> None:
         if not 0 < self.base <= self.cap:

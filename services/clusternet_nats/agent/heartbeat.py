@@ -13,10 +13,10 @@ a steady fleet stores nothing. The hub's cluster-health controller marks a clust
 three missed heartbeats; when it did, or anything else replaced the status this agent wrote, the
 hub answers the next heartbeat and the agent writes its status again. As Clusternet's status
 manager, it remembers what it last wrote (status revision, labels) and reads again only on a
-conflict or such an answer. A new cluster has no status and no inventory, and its ManagedCluster
-was just read: the first round creates both without reading them first (a restarted agent's
-create conflicts, and it reads then), so a registration storm costs three intake requests a
-cluster, not six. A failed round is retried sooner than a period, after a wait drawn
+conflict or such an answer; a status that already says what it would write (another writer only
+added its own condition, or a restarted agent finds its last report) is taken as written, not
+written again. A new cluster's node inventory is created without reading it first (a restarted
+agent's create conflicts, and it compares then). A failed round is retried sooner than a period, after a wait drawn
 with full jitter from a window that starts at a second and doubles up to 30 s (runtime/backoff.py):
 the thousands of clusters of a fleet that failed together (a hub restart, a store outage) do not
 retry together.
@@ -81,7 +81,7 @@ class Heartbeat:
         self._rewrite = asyncio.Event()
         self._labels: dict[str, str] | None = None
         self._first = True
-        """Nothing written or read yet: the status and inventory are created, not read first."""
+        """No round yet: the inventory is created, not read first."""
         self._log = log.bind(cluster=identity.name)
 
     async def run(self) -> None:
@@ -93,7 +93,9 @@ class Heartbeat:
                 try:
                     if answers is None:
                         answers = await self.nc.subscribe(self.answers, cb=self._on_answer)
-                    await self.report(None if self.registered else await self.register())
+                    if not self.registered:
+                        await self.register()
+                    await self.report()
                     self.registered = True
                     retry.reset()
                     delay = self.frequency
@@ -124,9 +126,8 @@ class Heartbeat:
         self._status = None
         self._rewrite.set()
 
-    async def register(self) -> ManagedCluster:
-        """Creates or updates this cluster's ManagedCluster, writing nothing if it is up to date;
-        the stored object."""
+    async def register(self) -> None:
+        """Creates or updates this cluster's ManagedCluster; writes nothing if it is up to date."""
         ident = self.identity
         current = await self.clusters.get(ident.namespace, ident.name)
         spec = ManagedClusterSpec(cluster_id=ident.cluster_id, sync_mode=ident.sync_mode)
@@ -137,17 +138,15 @@ class Heartbeat:
         desired.spec.cluster_id, desired.spec.sync_mode = ident.cluster_id, ident.sync_mode
         desired.spec.cluster_type = ident.cluster_type
         if current is None:
-            created = await self.clusters.create(desired)
+            await self.clusters.create(desired)
             self._log.info("heartbeat.registered", namespace=ident.namespace, cluster_id=ident.cluster_id)
-            return created
-        return await self.clusters.update(desired, current)
+        else:
+            await self.clusters.update(desired, current)
 
-    async def report(self, cluster: ManagedCluster | None = None) -> None:
-        """One round; `cluster` is the ManagedCluster as just stored, if this round registered."""
+    async def report(self) -> None:
         collected = await self.collector.current()
         if collected.labels != self._labels:
-            await self._sync_labels(collected, cluster)
-        first, self._first = self._first, False
+            await self._sync_labels(collected)
         if self._status is not None and collected.status == self._reported:
             beat = ClusterHeartbeat(
                 cluster_id=self.identity.cluster_id, name=self.identity.name, status_revision=self._status.revision
@@ -155,12 +154,11 @@ class Heartbeat:
             await self.nc.publish(self.subject, beat.to_json(), reply=self.answers)
         else:
             try:
-                current = self._status if self._status is not None or first else await self.statuses.get(self.key)
-                await self._write_status(collected, current)
+                await self._write_status(collected, self._status or await self.statuses.get(self.key))
             except ConflictError:
-                # Someone else wrote (the hub marking us Unknown), or this agent did before it was
-                # restarted: build on what is there now.
+                # Someone else wrote (the hub marking us Unknown): build on what is there now.
                 await self._write_status(collected, await self.statuses.get(self.key))
+        first, self._first = self._first, False
         await self._write_inventory(collected, first)
 
     async def _write_status(self, collected: Collected, current: Versioned[ManagedClusterStatus] | None) -> None:
@@ -168,15 +166,19 @@ class Heartbeat:
         status.last_observed_time = utcnow()
         old = (current.value.conditions or []) if current else []
         status.conditions = set_condition(old, ready_condition(status))
+        if current is not None and _same_report(status, current.value):
+            # Another writer only added its own condition (the hub's ClusterInit), or this agent
+            # wrote it before a restart: it is ours to heartbeat on, not to write again.
+            self._status, self._reported = current, collected.status
+            return
         self._status = None
         revision = await self.statuses.put(self.key, status, current.revision if current else 0)
         self._status, self._reported = Versioned(status, revision), collected.status
 
-    async def _sync_labels(self, collected: Collected, current: ManagedCluster | None = None) -> None:
-        """Replaces the ManagedCluster's aggregated node labels with the latest common ones;
-        `current` is the stored ManagedCluster if this round has it already, else it is read."""
+    async def _sync_labels(self, collected: Collected) -> None:
+        """Replaces the ManagedCluster's aggregated node labels with the latest common ones."""
         aggregation = self.collector.aggregation
-        current = current or await self.clusters.get(self.identity.namespace, self.identity.name)
+        current = await self.clusters.get(self.identity.namespace, self.identity.name)
         if current is None:
             return
         labels = {k: v for k, v in current.labels.items() if not aggregation.owns(k)} | collected.labels
@@ -204,3 +206,13 @@ class Heartbeat:
         except ConflictError:
             return False
         return True
+
+
+def _same_report(wanted: ManagedClusterStatus, stored: ManagedClusterStatus) -> bool:
+    """Equal but for lastObservedTime (heartbeats carry it) and the order of the conditions."""
+
+    def comparable(status: ManagedClusterStatus) -> ManagedClusterStatus:
+        conditions = sorted(status.conditions or [], key=lambda c: c.type)
+        return status.model_copy(update={"last_observed_time": None, "conditions": conditions})
+
+    return comparable(wanted) == comparable(stored)
