@@ -10,6 +10,7 @@ from typing import Any
 from clusternet_nats.agent.backends.base import ObjectRef
 from clusternet_nats.agent.backends.sim import SimCluster, Sizing
 from clusternet_nats.agent.backends.sim.persistence import saved_states
+from clusternet_nats.testing.waiting import eventually
 
 OWNER = "clusternet-abcde.app-generic"
 
@@ -50,8 +51,8 @@ async def test_clusters_sharing_a_directory_each_restart_with_their_own_objects(
     assert names(saved_states(tmp_path)["two"]) == {"b"}
 
 
-async def test_a_burst_of_changes_to_many_clusters_is_written_and_a_restart_finds_the_last(tmp_path: Path) -> None:
-    clusters = [SimCluster(f"c{i}", Sizing(nodes=1), tmp_path) for i in range(20)]
+async def test_a_burst_of_changes_to_many_clusters_is_written_whole_with_each_ones_last_state(tmp_path: Path) -> None:
+    clusters = [SimCluster(f"c{i}", Sizing(nodes=1), tmp_path) for i in range(150)]
     for cluster in clusters:
         await cluster.start()
     for round_ in range(3):
@@ -60,6 +61,24 @@ async def test_a_burst_of_changes_to_many_clusters_is_written_and_a_restart_find
     for cluster in clusters:
         await cluster.close()
     states = saved_states(tmp_path)
-    assert sorted(states) == sorted(f"c{i}" for i in range(20))
+    assert sorted(states) == sorted(f"c{i}" for i in range(150))
     rounds = {next(o["body"]["data"]["round"] for o in s["objects"] if o["ref"][3] == "cfg") for s in states.values()}
     assert rounds == {"2"}
+
+
+async def test_a_change_is_written_after_the_debounce_without_any_close(tmp_path: Path) -> None:
+    # An agent killed without closing loses at most the last debounce's changes.
+    cluster = SimCluster("kept", Sizing(nodes=1), tmp_path)
+    await cluster.start()
+    await cluster.apply(OWNER, [configmap("cfg", {"k": "1"})])
+
+    async def written() -> bool:
+        state = saved_states(tmp_path).get("kept")
+        return state is not None and names(state) == {"cfg"}
+
+    await eventually(written, 10, what="state written without a close")
+    restarted = SimCluster("kept", Sizing(nodes=1), tmp_path)
+    await restarted.start()
+    assert restarted.objects.get(ObjectRef("v1", "ConfigMap", "default", "cfg")) is not None
+    await restarted.close()
+    await cluster.close()

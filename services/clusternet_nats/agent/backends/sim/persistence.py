@@ -28,6 +28,8 @@ import structlog
 
 DEBOUNCE_SECONDS = 0.2
 DATABASE = "sim-state.sqlite3"
+SERIALIZE_CHUNK = 100
+"""Clusters serialized between two turns of the event loop (each one whole, between two changes)."""
 BUSY_TIMEOUT_SECONDS = 30.0
 """How long a write waits for another agent process's transaction on the same database."""
 
@@ -115,7 +117,11 @@ class _Database:
                 await asyncio.wait_for(self._hurry.wait(), DEBOUNCE_SECONDS)
             batch, self._dirty = self._dirty, {}
             self._writing = set(batch)
-            rows = [(name, json.dumps(snapshot(), separators=(",", ":"))) for name, snapshot in batch.items()]
+            rows = []
+            for name, snapshot in batch.items():
+                rows.append((name, json.dumps(snapshot(), separators=(",", ":"))))
+                if len(rows) % SERIALIZE_CHUNK == 0:
+                    await asyncio.sleep(0)  # a thousand clusters' states: let the loop breathe between chunks
             try:
                 await asyncio.to_thread(self._write, rows)
             except (OSError, sqlite3.Error) as err:
