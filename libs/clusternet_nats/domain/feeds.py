@@ -16,7 +16,7 @@ Clusternet's selector: the object of that name in any namespace.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, lru_cache
 
 from clusternet_nats.api import labels as known
 from clusternet_nats.api.apps import HelmChart, Manifest
@@ -68,21 +68,23 @@ def feed_selector(feed: Feed) -> Selector:
     return Selector(feed.api_version, feed.kind, object_namespace(feed.namespace, scope), feed.name)
 
 
-def object_selectors(api_version: str, kind: str, namespace: str | None, name: str) -> set[Selector]:
+@lru_cache(maxsize=4096)
+def object_selectors(api_version: str, kind: str, namespace: str | None, name: str) -> frozenset[Selector]:
     """Every feed selector that names this object: its own and, where Clusternet's selector
-    would match it without a namespace (scope unknown), the namespace-less one."""
+    would match it without a namespace (scope unknown), the namespace-less one. Cached: the
+    status of a Subscription asks it for every feed of every cluster, of the same few objects."""
     scope = kind_is_namespaced(api_version, kind)
     exact = Selector(api_version, kind, object_namespace(namespace, scope), name)
     if scope is None and exact.namespace is not None:
-        return {exact, replace(exact, namespace=None)}
-    return {exact}
+        return frozenset((exact, replace(exact, namespace=None)))
+    return frozenset((exact,))
 
 
-def manifest_selectors(manifest: Manifest) -> set[Selector]:
+def manifest_selectors(manifest: Manifest) -> frozenset[Selector]:
     """The feed selectors that find this Manifest, read from its `config.*` labels as Clusternet does."""
     labels = manifest.metadata.labels or {}
     if not all(key in labels for key in _IDENTITY_LABELS):
-        return set()
+        return frozenset()
     group, version = labels[known.CONFIG_GROUP], labels[known.CONFIG_VERSION]
     api_version = f"{group}/{version}" if group else version
     namespace = labels.get(known.CONFIG_NAMESPACE)

@@ -81,10 +81,10 @@ def feed_finalizers(protection: bool) -> tuple[str, ...]:
     return (APP_FINALIZER, FEED_PROTECTION_FINALIZER) if protection else (APP_FINALIZER,)
 
 
-def feed_selectors(feed: Manifest | HelmChart) -> set[Selector]:
+def feed_selectors(feed: Manifest | HelmChart) -> frozenset[Selector]:
     """The feed selectors naming this Manifest or HelmChart."""
     if isinstance(feed, HelmChart):
-        return {feed_selector(chart_feed(feed.namespace, feed.name))}
+        return frozenset((feed_selector(chart_feed(feed.namespace, feed.name)),))
     return manifest_selectors(feed)
 
 

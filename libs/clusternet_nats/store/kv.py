@@ -131,7 +131,12 @@ async def _pipelined(
     sub = await nc.subscribe(PUBLISH_ACKS.filter(batch=batch), cb=acked)
     try:
         for index, (subject, data, headers) in enumerate(publishes):
-            await asyncio.wait_for(room.acquire(), WRITE_TIMEOUT)
+            if room.locked():
+                await asyncio.wait_for(room.acquire(), WRITE_TIMEOUT)
+            else:
+                # Not through wait_for, which yields (a task and a timer per message): the
+                # publishes of one batch then reach the socket in a write each, not together.
+                await room.acquire()
             reply = PUBLISH_ACKS.format(batch=batch, index=str(index))
             acks[reply] = loop.create_future()
             await nc.publish(subject, data, reply=reply, headers=headers)

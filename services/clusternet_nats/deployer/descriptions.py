@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +57,7 @@ class Target:
     globalizations: Sequence[Globalization] = ()
     localizations: Sequence[Localization] = ()
 
-    def overrides(self, selectors: set[Selector]) -> list[SourcedOverride]:
+    def overrides(self, selectors: AbstractSet[Selector]) -> list[SourcedOverride]:
         return select_overrides(selectors, self.namespace, self.labels, self.globalizations, self.localizations)
 
 

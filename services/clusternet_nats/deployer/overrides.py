@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +59,7 @@ class OverrideError(Exception):
 
 
 def select_overrides(
-    selectors: set[Selector],
+    selectors: AbstractSet[Selector],
     namespace: str,
     cluster_labels: Mapping[str, str],
     globalizations: Iterable[Globalization],
