@@ -24,13 +24,6 @@ from nats.aio.client import Client as NATS
 
 log = structlog.get_logger(__name__)
 
-SERVICE_PING_INTERVAL = 20.0
-"""A service's client pings: three unanswered (a minute) drop a half-open link."""
-CLUSTER_PING_INTERVAL = 60.0
-"""A cluster's: as often as the hub's server pings it (natsconf), so a half-open link is dropped
-by one side or the other within three minutes; at 20 s, 10,000 clusters' pings alone were 500
-messages a second for the server, and a tenth of the agents' CPU in a registration storm."""
-
 
 def _redacted(url: str) -> str:
     """URLs without their `user:password@` parts, for logs."""
@@ -53,18 +46,11 @@ def shared_credentials(urls: Sequence[str]) -> dict[str, str]:
 
 class Connection:
     def __init__(
-        self,
-        url: str,
-        name: str,
-        creds: str | None = None,
-        inbox_prefix: str | None = None,
-        retry_cap: float = 2.0,
-        ping_interval: float = SERVICE_PING_INTERVAL,
+        self, url: str, name: str, creds: str | None = None, inbox_prefix: str | None = None, retry_cap: float = 2.0
     ) -> None:
         self.url, self.name, self.creds = url, name, creds
         self.retry_cap = retry_cap
         """The longest wait between first-connection attempts (each drawn with full jitter, backoff.py)."""
-        self.ping_interval = ping_interval
         # A cluster's credentials let it read replies under its own prefix only, never `_INBOX.>`.
         self.inbox_prefix = inbox_prefix
         self.nc: NATS | None = None
@@ -94,8 +80,8 @@ class Connection:
                     reconnect_time_wait=0.25,
                     connect_timeout=2,
                     # A restarted server closes the socket, which is noticed at once; pings only
-                    # catch half-open links, and each costs the server.
-                    ping_interval=self.ping_interval,
+                    # catch half-open links, and each costs the server: one per 20 s per client.
+                    ping_interval=20,
                     max_outstanding_pings=3,
                     error_cb=self._error,
                     disconnected_cb=self._disconnected,

@@ -25,7 +25,7 @@ from clusternet_nats.agent.recovery import PushedApplier, PushedRecovery
 from clusternet_nats.agent.registration import Enrollment
 from clusternet_nats.api.push import deployable_by_agent
 from clusternet_nats.api.registration import inbox_prefix
-from clusternet_nats.runtime.connection import CLUSTER_PING_INTERVAL, Connection
+from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.runtime.service import CommonOptions, ServiceContext
 from clusternet_nats.store.intake import IntakeClient
 
@@ -104,10 +104,9 @@ class ClusterAgent:
     async def _connection(self, options: CommonOptions) -> Connection:
         name = f"{COMPONENT}/{self.identity.name}"
         if self.enrollment is None:
-            return Connection(options.nats_url, name, options.nats_creds, ping_interval=CLUSTER_PING_INTERVAL)
+            return Connection(options.nats_url, name, options.nats_creds)
         url = await self.enrollment.connect_url(options.nats_url)
-        prefix = inbox_prefix(self.identity.cluster_id)
-        return Connection(url, name, inbox_prefix=prefix, ping_interval=CLUSTER_PING_INTERVAL)
+        return Connection(url, name, inbox_prefix=inbox_prefix(self.identity.cluster_id))
 
     async def stop(self) -> None:
         with structlog.contextvars.bound_contextvars(cluster=self.identity.name):
