@@ -955,6 +955,10 @@ def main() -> int:
 
     args.results.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
+        # Bytecode written once: with PYTHONDONTWRITEBYTECODE set (as some CI images do), every
+        # process started, `cnet apply` among them, would compile its modules again inside a figure.
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "libs"), str(REPO / "services")],
+                       check=False)
         chosen = [b for b in BENCHES if b.name in args.benches.split(",")]
         unknown = set(args.benches.split(",")) - {b.name for b in BENCHES}
         if unknown:
