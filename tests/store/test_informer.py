@@ -122,3 +122,43 @@ async def test_relists_when_the_stream_was_recreated(private_nats: NatsServer) -
     await eventually(lambda: sorted(informer.keys()) == ["fresh"], 10, what="vanished keys removed on relist")
     await informer.stop()
     await conn.close()
+
+
+async def test_a_learned_write_is_seen_at_once_told_once_and_its_echo_not_decoded(private_nats: NatsServer) -> None:
+    """What a process wrote itself is in the cache before the stream delivers it, the handlers
+    hear of it then, and the echo is neither decoded nor told again; a later write by anyone
+    else, and a delete, still come through."""
+    conn = Connection(private_nats.url, "test")
+    nc = await conn.connect()
+    js = nc.jetstream()
+    await js.create_key_value(KeyValueConfig(bucket="things", history=1))
+    bucket = JsonBucket(js, "things")
+    decoded: list[bytes] = []
+
+    def counting(_key: str, data: bytes, _rev: int) -> bytes:
+        decoded.append(data)
+        return data
+
+    seen: list[tuple[str, bytes | None]] = []
+    informer: Informer[bytes] = Informer(nc, js, "things", counting)
+    informer.add_handler(lambda key, value: seen.append((key, value)))
+    # Learned before the informer reads the stream, so that its echo surely comes after.
+    rev = await bucket.create("mine", b"written")
+    informer.learn("mine", b"written", rev)
+    assert informer.get("mine") == b"written" and informer.revision("mine") == rev
+    assert seen == [("mine", b"written")]
+    await informer.start()
+    await informer.wait_synced(5)
+    await bucket.create("theirs", b"x")
+    await eventually(lambda: informer.get("theirs") == b"x", 5, what="a later change delivered")
+    assert informer.get("mine") == b"written", "kept through the listing"
+    assert decoded == [b"x"], "the echo of the learned write was not decoded"
+    assert seen == [("mine", b"written"), ("theirs", b"x")], "nor told twice"
+
+    informer.learn("mine", b"stale", rev)  # a revision the cache holds already changes nothing
+    assert informer.get("mine") == b"written"
+    await bucket.write("mine", b"changed", rev)
+    await bucket.delete("theirs")
+    await eventually(lambda: informer.get("mine") == b"changed" and informer.get("theirs") is None, 5)
+    await informer.stop()
+    await conn.close()
