@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import nats
-from clusternet_nats.testing.natsserver import free_port
+from clusternet_nats.testing.natsserver import free_port, free_port_run
 from clusternet_nats.testing.waiting import eventually
 
 
@@ -25,7 +25,7 @@ async def cnet(config: Path, *args: str) -> tuple[int, str]:
 
 
 async def test_up_with_a_nats_cluster_survives_a_killed_server(tmp_path: Path) -> None:
-    nats_port = free_port()  # the cluster's servers listen on it and the two ports after it
+    nats_port = free_port_run(3)  # the cluster's servers listen on it and the two ports after it
     config = tmp_path / "cnet-config"
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "clusternet_nats.devsystem", "up", "--nats-cluster", "3", "--clusters", "2",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -38,6 +39,33 @@ def free_port() -> int:
         if port not in _handed_out:
             _handed_out.add(port)
             return port
+
+
+CONSECUTIVE_RANGE = (20_000, 32_000)
+"""Where `free_port_run` looks: below Linux's ephemeral range (32768-60999), out of which every
+outgoing connection takes its local port, so a port found free stays free."""
+
+
+def free_port_run(count: int) -> int:
+    """The first of `count` consecutive loopback ports nothing listens on (a NATS cluster listening
+    on N, N+1, ...). Not `free_port() + i`: the kernel hands its neighbours to other connections
+    (seen: a test's second server's port taken by an unrelated client)."""
+    low, high = CONSECUTIVE_RANGE
+    while True:
+        base = random.randrange(low, high - count)
+        ports = range(base, base + count)
+        if _handed_out.isdisjoint(ports) and all(_bindable(port) for port in ports):
+            _handed_out.update(ports)
+            return base
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def nats_server_binary() -> str:
