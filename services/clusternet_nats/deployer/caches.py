@@ -136,11 +136,11 @@ class Caches:
                 for key in self.subs_by_feed.keys_for(selector):
                     enqueue(key)
 
-        def for_owners(uids: set[str] | frozenset[str]) -> None:
+        def for_owners(uids: set[str] | frozenset[str], tell: Callable[[str], None] = enqueue) -> None:
             for uid in uids:
                 owners = self.subs_by_uid.keys_for(uid)
                 for key in owners:
-                    enqueue(key)
+                    tell(key)
                 if not owners:
                     sweep()
 
@@ -148,12 +148,7 @@ class Caches:
             uids = self._status_owners(key)
             if status is None:  # the child pruned: a deletion held on its children may go on
                 for_owners(uids)
-            for uid in uids:
-                owners = self.subs_by_uid.keys_for(uid)
-                for sub_key in owners:
-                    status_changed(sub_key, key)
-                if not owners:
-                    sweep()
+            for_owners(uids, lambda sub_key: status_changed(sub_key, key))
 
         def on_subscription(key: str, sub: Subscription | None) -> None:
             self.subs_by_feed.update(key, sub)
