@@ -1,9 +1,15 @@
 """Compare-and-set semantics of the object store, against a real JetStream."""
 
+import uuid
+
 import pytest
 from clusternet_nats.api.apps import Subscription
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.store import AlreadyExistsError, ConflictError, JsonBucket, ObjectStore
+from clusternet_nats.testing.natsserver import NatsServer
+from clusternet_nats.testing.waiting import eventually
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 
@@ -128,3 +134,30 @@ async def test_pipelined_write_of_an_unchanged_object_writes_nothing(js: JetStre
     [result] = await store.write_all([(subscription(unique_ns, "same"), current)])
     assert result is current
     assert (await js.stream_info(f"KV_{store.info.bucket}")).state.last_seq == last
+
+
+async def test_pipelined_batches_share_one_ack_subscription(js: JetStreamContext, nats_server: NatsServer) -> None:
+    """Every batch's acks come to one inbox of the connection: a subscribe and an unsubscribe of a
+    wildcard per batch made nats-server walk its reply map each time (store/kv.py: _AckInbox)."""
+    spy = NATS()
+    await spy.connect(nats_server.url)
+    replies: list[str] = []
+
+    async def heard(msg: Msg) -> None:
+        if msg.subject.startswith("_INBOX."):
+            replies.append(msg.subject)
+
+    await spy.subscribe("_INBOX.>", cb=heard)
+    await spy.flush()
+    bucket = JsonBucket(js, "bindings")
+    prefix = f"t-{uuid.uuid4().hex[:10]}"
+    try:
+        for batch in range(3):
+            written = await bucket.write_many([(f"{prefix}.{batch}-{i}", b"{}", 0) for i in range(4)])
+            assert all(isinstance(revision, int) for revision in written)
+        await eventually(lambda: len(replies) >= 12, timeout=10, what="the spy heard every ack")
+    finally:
+        await spy.close()
+    inboxes = {reply.rsplit(".", 1)[0] for reply in replies}
+    assert len(inboxes) == 1, inboxes
+    assert len(set(replies)) == 12, "each publish has a token of its own"

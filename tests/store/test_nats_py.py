@@ -119,7 +119,7 @@ async def _waiting(js: JetStreamContext, stream: str, consumer: str) -> bool:
 
 
 async def test_pipelined_writes_use_the_jetstream_connection(js: JetStreamContext, unique_ns: str) -> None:
-    """kv._pipelined reads nats-py's private `js._nc` (publish_async drops JetStream errors): this
+    """kv.publish_pipelined reads nats-py's private `js._nc` (publish_async drops JetStream errors): this
     pins it, and that a stale write among many is a ConflictError, not a timeout."""
     assert isinstance(js._nc, NATS)
     bucket = JsonBucket(js, "bindings")
