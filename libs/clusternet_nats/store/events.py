@@ -2,19 +2,24 @@
 
 Subjects are `events.<Kind>.<namespace or _>.<name>`, so `cnet describe` reads one object's
 events with one subject filter, and `nats sub 'events.>'` shows the whole system's story live.
-Recording is best-effort: losing an Event never fails a reconcile.
+Recording is best-effort: losing an Event never fails a reconcile. A fleet's worth of Events
+(a rollout announces a Base and a Description per cluster) goes out with `record_all`, in flight
+together like the writes they announce, not one awaited publish each.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import structlog
 from clusternet_nats.api.events import Event, ObjectReference
 from clusternet_nats.api.meta import KubeObject
 from clusternet_nats.api.subjects import EVENTS
+from clusternet_nats.store.breathe import breathe
 from clusternet_nats.store.buckets import EVENTS_STREAM
 from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.store.keys import object_key
-from clusternet_nats.store.kv import CONTENT_TYPE, JSON_CONTENT_TYPE
+from clusternet_nats.store.kv import CONTENT_TYPE, JSON_CONTENT_TYPE, publish_pipelined
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
@@ -33,7 +38,7 @@ class EventRecorder:
         self.component = component
         self.intake = intake
 
-    async def record(self, obj: KubeObject, type_: str, reason: str, message: str) -> None:
+    def _event(self, obj: KubeObject, type_: str, reason: str, message: str) -> Event:
         involved = ObjectReference(
             api_version=obj.api_version,
             kind=obj.kind,
@@ -41,7 +46,10 @@ class EventRecorder:
             name=obj.name,
             uid=obj.metadata.uid,
         )
-        event = Event.about(involved, type_, reason, message, self.component)
+        return Event.about(involved, type_, reason, message, self.component)
+
+    async def record(self, obj: KubeObject, type_: str, reason: str, message: str) -> None:
+        event = self._event(obj, type_, reason, message)
         try:
             if self.intake is not None:
                 await self.intake.event(event.to_json())
@@ -53,6 +61,34 @@ class EventRecorder:
             )
         except Exception as err:
             log.warning("event.not_recorded", reason=reason, object=obj.namespaced_name(), error=repr(err))
+
+    async def record_all(self, events: Sequence[tuple[KubeObject, str, str, str]]) -> None:
+        """Records (object, type, reason, message) each, all in flight together; those not stored
+        are logged once, counted, with the first one's reason and error."""
+        if self.intake is not None:
+            for obj, type_, reason, message in events:
+                await self.record(obj, type_, reason, message)
+            return
+        headers = {CONTENT_TYPE: JSON_CONTENT_TYPE}
+        publishes = []
+        for index, (obj, type_, reason, message) in enumerate(events):
+            await breathe(index)  # a fleet's Events are seconds of building on a loaded machine
+            subject = event_subject(obj.kind, obj.metadata.namespace, obj.name)
+            publishes.append((subject, self._event(obj, type_, reason, message).to_json(), headers))
+        try:
+            outcomes = await publish_pipelined(self.js, publishes)
+        except Exception as err:
+            outcomes = [err] * len(events)
+        lost = [
+            (obj, reason, outcome)
+            for (obj, _, reason, _), outcome in zip(events, outcomes, strict=True)
+            if isinstance(outcome, BaseException)
+        ]
+        if lost:
+            obj, reason, error = lost[0]
+            log.warning(
+                "events.not_recorded", count=len(lost), reason=reason, object=obj.namespaced_name(), error=repr(error)
+            )
 
     async def normal(self, obj: KubeObject, reason: str, message: str) -> None:
         await self.record(obj, "Normal", reason, message)
