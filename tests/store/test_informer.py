@@ -1,9 +1,11 @@
 """The informer lists, follows, and resumes after a nats-server restart without losing a change."""
 
+import json
 import time
 
 from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.store import Informer, JsonBucket
+from clusternet_nats.store.informer import EQUAL_VALUE_MAX_BYTES, EQUAL_VALUES_KEPT, sharing_equal
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
@@ -162,3 +164,25 @@ async def test_a_learned_write_is_seen_at_once_told_once_and_its_echo_not_decode
     await eventually(lambda: informer.get("mine") == b"changed" and informer.get("theirs") is None, 5)
     await informer.stop()
     await conn.close()
+
+
+def test_records_stored_alike_are_one_object_and_large_ones_are_not_kept() -> None:
+    """A status reported the same by a fleet is held once (`sharing_equal`); a value over the size
+    bound, seldom stored alike, is decoded each time."""
+    decoded: list[bytes] = []
+
+    def decode(data: bytes) -> dict[str, object]:
+        decoded.append(data)
+        return json.loads(data)
+
+    shared = sharing_equal(decode)
+    first = shared("ns1.desc", b'{"phase":"Success"}', 1)
+    assert shared("ns2.desc", b'{"phase":"Success"}', 7) is first
+    assert shared("ns3.desc", b'{"phase":"Failure"}', 2) is not first
+    big = json.dumps({"pad": "x" * EQUAL_VALUE_MAX_BYTES}).encode()
+    assert shared("a", big, 1) is not shared("b", big, 1)
+    assert len(decoded) == 4, "one decode for the two alike, one for the other, one per large value"
+    for i in range(EQUAL_VALUES_KEPT):
+        shared(f"k{i}", json.dumps({"i": i}).encode(), 1)
+    shared("ns1.desc", b'{"phase":"Success"}', 1)
+    assert len(decoded) == 4 + EQUAL_VALUES_KEPT + 1, "the least recently met value was forgotten"

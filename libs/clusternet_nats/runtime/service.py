@@ -29,6 +29,7 @@ from clusternet_nats.runtime.partitions import Partitions, ReplicaOptions
 from clusternet_nats.runtime.tracing import TracingConfigError, configure_tracing
 from clusternet_nats.store import EventRecorder, Informer, ObjectStore, StatusStore, WorkQueue, ensure_buckets
 from clusternet_nats.store.buckets import StoreLayout
+from clusternet_nats.store.informer import sharing_equal
 from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.store.tracecontext import bind_service
 from nats.aio.client import Client as NATS
@@ -131,10 +132,8 @@ class ServiceContext:
 
     def records(self, bucket: str, model: type[M], key_filter: str = ">") -> Informer[M]:
         """The informer of a status bucket or another bucket of plain records (e.g. bindings),
-        shared by every caller in this process."""
-        return self.informer(
-            bucket, lambda _key, data, _revision: model.model_validate_json(data), key_filter, ("records", model)
-        )
+        shared by every caller in this process; records stored alike are one object."""
+        return self.informer(bucket, sharing_equal(model.model_validate_json), key_filter, ("records", model))
 
     def queue(
         self,
