@@ -81,3 +81,21 @@ def test_changed_feeds_recompute_every_cluster_and_forget_drops_the_subscription
     recomputed = again.aggregated_statuses[1].feed_status_details
     remembered = first.aggregated_statuses[1].feed_status_details
     assert recomputed and remembered and recomputed[0] is not remembered[0], "forgotten, so computed anew"
+
+
+def test_absorbed_changes_show_in_the_next_refresh() -> None:
+    """While a converge writes, passes absorb statuses without building the status; the pass after
+    it builds what a full recount gives."""
+    rng = random.Random(3)
+    statuses = {index: [_random_status(rng)] for index in range(30)}
+
+    def releases() -> list[Release]:
+        return [Release(_cluster_id(i), f"c{i}", list(s)) for i, s in sorted(statuses.items())]
+
+    aggregator = Aggregator()
+    assert not aggregator.absorb("default/sub", releases()), "nothing to absorb into before an aggregate"
+    aggregator.aggregate("default/sub", FEEDS, releases())
+    for changed in (3, 17, 3):
+        statuses[changed] = [_random_status(rng)]
+        assert aggregator.absorb("default/sub", [Release(_cluster_id(changed), f"c{changed}", statuses[changed])])
+    assert aggregator.refresh("default/sub", []) == aggregate(FEEDS, releases())

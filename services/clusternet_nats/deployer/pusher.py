@@ -10,9 +10,14 @@ being cut off), it is first told the whole set of Descriptions it should hold (`
 removes what was deleted while nobody could tell it, and then every Description is pushed again.
 The same happens at the first heartbeat after a push found the cluster unreachable, so a short
 cut (shorter than the three heartbeats that make a cluster Unknown) heals as well.
+
+Of a cluster's status the pusher keeps what it reads (`Pushability`): whether its agent takes
+pushes and whether it is Ready, not the 6 KiB the whole status is decoded (docs/scale.md).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import structlog
 from clusternet_nats.api.apps import Description, DescriptionPhase, DescriptionStatus
@@ -41,6 +46,19 @@ PUSH_TIMEOUT = 10.0
 log = structlog.get_logger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class Pushability:
+    """What the pusher reads of a cluster's status."""
+
+    app_pusher: bool | None
+    ready: bool
+
+
+def pushability(_key: str, data: bytes, _revision: int) -> Pushability:
+    status = ManagedClusterStatus.model_validate_json(data)
+    return Pushability(status.app_pusher, is_ready(status))
+
+
 class PushError(Exception):
     """The agent could not be reached, or could not handle the request, or the deploy failed."""
 
@@ -48,7 +66,9 @@ class PushError(Exception):
 class Pusher:
     def __init__(self, ctx: ServiceContext, caches: Caches) -> None:
         self.nc, self.caches = ctx.nc, caches
-        self.cluster_statuses = ctx.records(KindInfo.of(ManagedCluster).status_bucket or "", ManagedClusterStatus)
+        self.cluster_statuses = ctx.informer(
+            KindInfo.of(ManagedCluster).status_bucket or "", pushability, shared_as=pushability
+        )
         self.statuses = StatusStore(ctx.js, KindInfo.of(Description).status_bucket or "", DescriptionStatus)
         self.queue = ctx.queue("deployer-push", self.reconcile)
         self.prunes = ctx.queue("deployer-push-prune", self.prune)
@@ -62,7 +82,7 @@ class Pusher:
         caches.clusters.add_handler(lambda key, _obj: self._cluster_changed(key))
         self.cluster_statuses.add_handler(lambda key, _status: self._cluster_changed(key))
 
-    def _target(self, namespace: str) -> tuple[ManagedCluster, ManagedClusterStatus | None] | None:
+    def _target(self, namespace: str) -> tuple[ManagedCluster, Pushability | None] | None:
         key = self._cluster_in.get(namespace)
         cluster = self.caches.clusters.get(key) if key else None
         return (cluster, self.cluster_statuses.get(key or "")) if cluster else None
@@ -76,7 +96,10 @@ class Pusher:
             return
         self._cluster_in[namespace] = key
         status = self.cluster_statuses.get(key)
-        state = (deployable_by_hub(cluster.spec.sync_mode, status.app_pusher if status else None), is_ready(status))
+        state = (
+            deployable_by_hub(cluster.spec.sync_mode, status.app_pusher if status else None),
+            status is not None and status.ready,
+        )
         if self._pushable.get(key) == state and key not in self._unreachable:
             return
         self._pushable[key] = state

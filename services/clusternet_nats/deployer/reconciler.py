@@ -33,7 +33,7 @@ from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.meta import Feed
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.deployer.bases import cluster_labels, desired_base
-from clusternet_nats.deployer.caches import Caches
+from clusternet_nats.deployer.caches import Caches, OwnWrites
 from clusternet_nats.deployer.deletion import SubscriptionDeletion
 from clusternet_nats.deployer.descriptions import (
     Renderings,
@@ -52,6 +52,7 @@ from clusternet_nats.domain.finalizers import is_deleting
 from clusternet_nats.domain.subscriptions import scheduled
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import Informer, ObjectStore, object_key
+from clusternet_nats.store.breathe import breathe
 
 log = structlog.get_logger(__name__)
 
@@ -78,7 +79,7 @@ class Deployer:
         self.descriptions: ObjectStore[Description] = ObjectStore(ctx.js, KindInfo.of(Description))
         self.helm_releases = HelmReleases(ctx, caches)
         self.status = StatusSync(ctx, caches, self.helm_releases, self.warnings)
-        self._recording: set[asyncio.Task[list[None]]] = set()
+        self._recording: set[asyncio.Task[None]] = set()
         """Events being recorded (`_announce`), kept so that they are not collected half-way."""
         self._placed: dict[str, dict[str, Derived]] = {}
         """By Subscription key, by cluster namespace: what the cluster's Base and Descriptions
@@ -121,7 +122,11 @@ class Deployer:
         for description in self.caches.descriptions_of(uid):
             existing[description.namespace].append(description)
 
-        has = await self._converge(sub, binding, placements, renderings, existing)
+        try:
+            has = await self._converge(sub, binding, placements, renderings, existing)
+        except BaseException:
+            self.status.converge_failed(object_key(sub.namespace, sub.name))
+            raise
         helm = [desc for descs in has for desc in descs if desc.spec.deployer is DeployerType.HELM]
 
         async def sync_helm(desc: Description) -> set[str]:
@@ -158,6 +163,7 @@ class Deployer:
         kept: dict[int, tuple[Base, list[Description]]] = {}
         todo: list[tuple[int, ManagedCluster, int | None]] = []
         for position, (index, cluster) in enumerate(placements):
+            await breathe(position)
             inputs = None
             if shared is not None:
                 inputs = _cluster_inputs(shared, binding, index, cluster, localizations[cluster.namespace])
@@ -172,7 +178,8 @@ class Deployer:
         bases = await self._sync_bases(sub, [cluster for _, cluster, _ in todo])
         globalizations = self.caches.globalizations.values()
         rendered: list[list[Description] | None] = []
-        for (position, cluster, _), base in zip(todo, bases, strict=True):
+        for done_count, ((position, cluster, _), base) in enumerate(zip(todo, bases, strict=True)):
+            await breathe(done_count)
             target = Target(
                 namespace=cluster.namespace,
                 labels=cluster_labels(cluster),
@@ -183,7 +190,12 @@ class Deployer:
             )
             rendered.append(await self._render(base, target, renderings))
         desired = [(base, desc) for base, descs in zip(bases, rendered, strict=True) for desc in descs or ()]
-        synced = iter(await self._sync_descriptions(desired))
+        # Statuses come in while a fleet's Descriptions are written: counted as they come.
+        placing = {position: descs for position, (_, descs) in kept.items()}
+        for (position, cluster, _), descs in zip(todo, rendered, strict=True):
+            placing[position] = existing.get(cluster.namespace, []) if descs is None else descs
+        self.status.placed(sub, [(cluster, placing[i]) for i, (_, cluster) in enumerate(placements)], writing=True)
+        synced = iter(await self._sync_descriptions(key, desired))
         for (position, cluster, inputs), base, descs in zip(todo, bases, rendered, strict=True):
             # A blocked rendering (a missing feed, a failed override) keeps what the cluster has.
             has = existing.get(cluster.namespace, []) if descs is None else [next(synced) for _ in descs]
@@ -240,8 +252,9 @@ class Deployer:
     async def _sync_bases(self, sub: Subscription, clusters: Sequence[ManagedCluster]) -> list[Base]:
         desired = [desired_base(sub, cluster) for cluster in clusters]
         pairs = [(self.caches.bases.get(self.bases.key_of(base)), base) for base in desired]
-        synced = await ensure_all(self.bases, pairs)
-        _learn(self.caches.bases, self.bases, synced)
+        with self.caches.own_writes(object_key(sub.namespace, sub.name)) as writes:
+            synced = await ensure_all(self.bases, pairs)
+            _learn(self.caches.bases, self.bases, synced, writes)
         self._announce([(base, sub, "Base", outcome) for base, outcome in synced])
         return [base for base, _ in synced]
 
@@ -255,17 +268,16 @@ class Deployer:
         if not announced:
             return
         recording = asyncio.create_task(
-            concurrently(
-                self.parallelism,
+            self.recorder.record_all(
                 [
-                    functools.partial(
-                        self.recorder.normal,
+                    (
                         parent,
+                        "Normal",
                         f"{kind}{outcome}",
                         f"{kind} {obj.namespaced_name()} is {outcome.lower()} successfully",
                     )
                     for obj, parent, kind, outcome in announced
-                ],
+                ]
             )
         )
         self._recording.add(recording)
@@ -330,11 +342,12 @@ class Deployer:
         subject = f"overrides@{source.metadata.resource_version}"
         await self.warnings.warn(source, subject, "FailedApplyingOverrides", str(err))
 
-    async def _sync_descriptions(self, desired: Sequence[tuple[Base, Description]]) -> list[Description]:
+    async def _sync_descriptions(self, key: str, desired: Sequence[tuple[Base, Description]]) -> list[Description]:
         """Writes the Descriptions that differ from the cache (an unchanged one costs no write)."""
         current = [self.caches.descriptions.get(self.descriptions.key_of(desc)) for _, desc in desired]
-        synced = await ensure_all(self.descriptions, list(zip(current, (desc for _, desc in desired), strict=True)))
-        _learn(self.caches.descriptions, self.descriptions, synced)
+        with self.caches.own_writes(key) as writes:
+            synced = await ensure_all(self.descriptions, list(zip(current, (d for _, d in desired), strict=True)))
+            _learn(self.caches.descriptions, self.descriptions, synced, writes)
         self._announce(
             [(desc, base, "Description", outcome) for (base, _), (desc, outcome) in zip(desired, synced, strict=True)]
         )
@@ -348,12 +361,17 @@ class Deployer:
         await remove_all(self.descriptions, stale, self.parallelism)
 
 
-def _learn(informer: Informer[D], store: ObjectStore[D], synced: Sequence[tuple[D, Outcome]]) -> None:
+def _learn(
+    informer: Informer[D], store: ObjectStore[D], synced: Sequence[tuple[D, Outcome]], writes: OwnWrites
+) -> None:
     """Puts what a pass wrote in the cache at once: the next pass, queued meanwhile, reads it
-    there, not the state before (a fleet taken for new, created again, failed per cluster)."""
+    there, not the state before (a fleet taken for new, created again, failed per cluster); and
+    notes each write, so that its echo does not queue the Subscription again (`own_writes`)."""
     for obj, outcome in synced:
         if outcome is not Outcome.UNCHANGED:
-            informer.learn(store.key_of(obj), obj, int(obj.metadata.resource_version or 0))
+            key = store.key_of(obj)
+            writes.written[key] = obj.metadata.resource_version
+            informer.learn(key, obj, int(obj.metadata.resource_version or 0))
 
 
 @dataclass(frozen=True)

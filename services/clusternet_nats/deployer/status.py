@@ -194,16 +194,23 @@ class Aggregator:
         """The status once only the `changed` clusters' statuses changed, the feeds and the bound
         clusters (in their order) being those of the last `aggregate`; None before any. A cluster
         not bound then is left out."""
+        if not self.absorb(key, changed):
+            return None
+        return _combine(self._feeds[key], list(self._parts[key].values()))
+
+    def absorb(self, key: str, changed: Sequence[Release]) -> bool:
+        """`refresh` without building the status (while a converge writes, nothing is written):
+        the `changed` clusters' parts are recomputed; False before any `aggregate`."""
         parts = self._parts.get(key)
         if parts is None:
-            return None
+            return False
         feeds = self._feeds[key]
         for release in changed:
             cluster = (release.cluster_id, release.cluster_name)
             part = parts.get(cluster)
             if part is not None and not _same(part.statuses, release.statuses):
                 parts[cluster] = _part(feeds, release)
-        return _combine(feeds, list(parts.values()))
+        return True
 
     def forget(self, key: str) -> None:
         """Drops what is remembered of a Subscription that is gone."""

@@ -14,6 +14,12 @@ pass holds its Subscription for a time in proportion to the lines written (`PACE
 statuses heard meanwhile fold into the next write, and a fleet's rollout costs the bus a few
 writes a second, whatever the rate the clusters report at.
 
+While a converge is still writing a fleet's Descriptions, their statuses already come in: the
+converge tells its placement before it writes (`placed(..., writing=True)`), and passes meanwhile
+count what came in but write nothing; the converge's end queues the pass that writes. So the
+fleet is counted as it reports, and the status lands a moment after the last cluster's, not a
+whole recount later.
+
 One queue writes the status, so passes never race on it. A replica that takes a Subscription over
 knows no placement until its converge has run, and that converge queues the pass.
 """
@@ -37,6 +43,7 @@ from clusternet_nats.domain.descriptions import SUCCESSFULLY_DEPLOYED, failed
 from clusternet_nats.domain.finalizers import is_deleting
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import ConflictError, StatusStore, object_key, split_key
+from clusternet_nats.store.breathe import breathe
 
 log = structlog.get_logger(__name__)
 
@@ -87,12 +94,20 @@ class StatusSync:
         """By Subscription key: the namespaces of the clusters whose Description statuses changed."""
         self._written: dict[str, tuple[SubscriptionStatus, int]] = {}
         """By Subscription key: the status as last read or written, and its revision."""
+        self._writing: set[str] = set()
+        """Subscriptions whose converge is writing their Descriptions: passes count, not write."""
         self.queue = ctx.queue("deployer-status", self.sync, workers=WORKERS)
 
     # -- what the converge and the informers tell ----------------------------------------------
 
-    def placed(self, sub: Subscription, clusters: Sequence[tuple[ManagedCluster, Sequence[Description]]]) -> None:
-        """After a converge: the bound clusters and their Descriptions, in the binding's order."""
+    def placed(
+        self,
+        sub: Subscription,
+        clusters: Sequence[tuple[ManagedCluster, Sequence[Description]]],
+        writing: bool = False,
+    ) -> None:
+        """The bound clusters and their Descriptions, in the binding's order: before a converge
+        writes them (`writing`: its passes count, they do not write) and after."""
         key = object_key(sub.namespace, sub.name)
         placed = Placed(
             tuple(sub.spec.feeds),
@@ -105,11 +120,25 @@ class StatusSync:
                 for cluster, descriptions in clusters
             },
         )
-        if placed.same_as(self._placed.get(key)) and key in self._written:
+        was_writing = key in self._writing
+        if writing:
+            self._writing.add(key)
+        else:
+            self._writing.discard(key)
+        same = placed.same_as(self._placed.get(key))
+        if same and not was_writing and key in self._written:
             return
-        self._placed[key] = placed
-        self._whole.add(key)
+        if not same or (key not in self._written and not was_writing):
+            self._placed[key] = placed
+            self._whole.add(key)
         self.queue.add(key)
+
+    def converge_failed(self, key: str) -> None:
+        """The converge that told `placed(..., writing=True)` ended without telling the rest: the
+        status is written from what is placed."""
+        if key in self._writing:
+            self._writing.discard(key)
+            self.queue.add(key)
 
     def status_changed(self, sub_key: str, description_key: str) -> None:
         """A status of one of the Subscription's Descriptions was written or deleted."""
@@ -122,6 +151,7 @@ class StatusSync:
         for known in (self._placed, self._marked, self._written):
             known.pop(key, None)
         self._whole.discard(key)
+        self._writing.discard(key)
         self.aggregator.forget(key)
 
     async def delete(self, key: str) -> None:
@@ -141,20 +171,27 @@ class StatusSync:
         if placed is None:
             return  # the converge has not placed it yet, and queues this pass when it has
         marked = self._marked.pop(key, set())
+        writing = key in self._writing
         try:
-            status = None
+            status, counted = None, False
             if key not in self._whole:
                 changed = [await self._release(sub, placed.clusters[ns]) for ns in marked if ns in placed.clusters]
-                status = self.aggregator.refresh(key, changed)
-            if status is None:
+                if writing:  # counted only: the converge's end queues the pass that writes
+                    counted = self.aggregator.absorb(key, changed)
+                else:
+                    status = self.aggregator.refresh(key, changed)
+            if status is None and not counted:
                 self._whole.discard(key)
-                releases = [await self._release(sub, placement) for placement in placed.clusters.values()]
+                releases = []
+                for index, placement in enumerate(placed.clusters.values()):
+                    await breathe(index)
+                    releases.append(await self._release(sub, placement))
                 status = self.aggregator.aggregate(key, placed.feeds, releases)
-            written = await self._write(sub, key, status, len(placed.clusters))
+            written = status is not None and not writing and await self._write(sub, key, status, len(placed.clusters))
         except BaseException:
             self._whole.add(key)  # what was marked is not lost: the retry recounts every cluster
             raise
-        if written:
+        if written or writing:
             await asyncio.sleep(PACE_PER_LINE * len(placed.clusters) * len(placed.feeds))
 
     async def _release(self, sub: Subscription, placement: Placement) -> Release:
