@@ -7,7 +7,7 @@ from __future__ import annotations
 from clusternet_nats.api.apps import FeedInventory, FeedOrder
 from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.domain.feeds import feed_key
-from clusternet_nats.predictor.reservations import Reservations, pending_replicas
+from clusternet_nats.predictor.reservations import Reservations, binding_positions, pending_replicas
 
 CLUSTERS = [f"ns{i}/mc" for i in range(50)]
 FEED = FeedOrder(api_version="apps/v1", kind="Deployment", namespace="app", name="web", desired_replicas=100)
@@ -44,6 +44,17 @@ def test_one_cluster_change_counts_only_that_cluster() -> None:
     assert asked == ["ns7/mc"], "only the changed cluster's landed replicas are counted"
     assert [(p.cluster, p.replicas) for p in one] == [("ns7/mc", 1)]
     assert pending_replicas("default/sub", binding, finv, landed, ("elsewhere/mc",)) == []
+
+
+def test_positions_kept_by_the_caller_find_the_same_share() -> None:
+    """The predictor keeps each binding's positions (a list search per status was N squared)."""
+    binding, finv = divided()
+    binding.replicas[feed_key(FEED)][7] = 5
+    positions = binding_positions(binding)
+    assert positions["ns7/mc"] == 7 and len(positions) == len(CLUSTERS)
+    kept = pending_replicas("default/sub", binding, finv, lambda *_: 1, ("ns7/mc", "gone/mc"), positions)
+    assert kept == pending_replicas("default/sub", binding, finv, lambda *_: 1, ("ns7/mc", "gone/mc"))
+    assert [(p.cluster, p.replicas) for p in kept] == [("ns7/mc", 4)]
 
 
 def test_replacing_one_cluster_keeps_the_others_and_their_generations() -> None:

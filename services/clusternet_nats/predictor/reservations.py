@@ -28,7 +28,7 @@ do not change.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 from clusternet_nats.api.apps import FeedInventory, FeedOrder
@@ -60,6 +60,7 @@ def pending_replicas(
     finv: FeedInventory | None,
     landed: Landed,
     clusters: Collection[str] | None = None,
+    positions: Mapping[str, int] | None = None,
 ) -> list[Pending]:
     """Per bound cluster (of `clusters` only, when given) and feed with replicas, those assigned
     and not landed yet."""
@@ -68,7 +69,8 @@ def pending_replicas(
     if clusters is None:
         bound = list(enumerate(binding.binding_clusters))
     else:  # a change on these clusters: their positions only, not every bound cluster's count
-        bound = [(i, cluster) for cluster in clusters if (i := _position(binding.binding_clusters, cluster)) >= 0]
+        where = positions if positions is not None else binding_positions(binding)
+        bound = [(i, cluster) for cluster in clusters if (i := where.get(cluster, -1)) >= 0]
     out = []
     for order in finv.spec.feeds:
         if order.desired_replicas is None:
@@ -87,11 +89,10 @@ def pending_replicas(
     return out
 
 
-def _position(clusters: list[str], cluster: str) -> int:
-    try:
-        return clusters.index(cluster)
-    except ValueError:
-        return -1
+def binding_positions(binding: SubscriptionBinding) -> dict[str, int]:
+    """Each bound cluster's position in the binding (where its replicas are in each feed's list);
+    kept per binding by the caller, since a rollout asks once per cluster."""
+    return {cluster: i for i, cluster in enumerate(binding.binding_clusters)}
 
 
 class Reservations:

@@ -57,7 +57,7 @@ from clusternet_nats.predictor.messages import (
     UNSCHEDULED_SUBJECT,
     parse_accommodation_subject,
 )
-from clusternet_nats.predictor.reservations import Landed, Pending, Reservations, pending_replicas
+from clusternet_nats.predictor.reservations import Landed, Pending, Reservations, binding_positions, pending_replicas
 from clusternet_nats.runtime.metrics import PREDICTOR_REQUESTS, count_by
 from clusternet_nats.runtime.responder import Failure, Responder
 from clusternet_nats.runtime.service import ServiceContext
@@ -205,6 +205,8 @@ class Predictor:
         self._rooms: dict[str, _Room] = {}
         self._keys: dict[str, tuple[str, str]] = {}
         self._answers: dict[tuple[str, int, int, Demand], int | str] = {}
+        self._positions: dict[str, tuple[SubscriptionBinding, dict[str, int]]] = {}
+        """By Subscription key: its binding (the object cached) and each bound cluster's position."""
         self.bindings.add_handler(self._binding_changed)
         self.feed_inventories.add_handler(lambda key, _finv: self._reserve(key))
         self.descriptions.add_handler(self._description_changed)
@@ -229,6 +231,7 @@ class Predictor:
         return count_by(s.phase if s is not None and s.phase is not None else "None" for s in statuses)
 
     def _binding_changed(self, key: str, binding: SubscriptionBinding | None) -> None:
+        self._positions.pop(key, None)
         self._bindings_by_uid.update(key, binding)
         self._bindings_by_cluster.update(key, binding)
         self._reserve(key)
@@ -253,8 +256,17 @@ class Predictor:
         subscription = f"{namespace}/{name}"
         landed = self._landed(binding.subscription_uid if binding else "")
         clusters = None if cluster is None else (cluster,)
-        pending = pending_replicas(subscription, binding, self.feed_inventories.get(sub_key), landed, clusters)
+        positions = None if binding is None or cluster is None else self._positions_in(sub_key, binding)
+        finv = self.feed_inventories.get(sub_key)
+        pending = pending_replicas(subscription, binding, finv, landed, clusters, positions)
         self.reservations.replace(subscription, pending, clusters)
+
+    def _positions_in(self, sub_key: str, binding: SubscriptionBinding) -> dict[str, int]:
+        """The binding's clusters by position, kept while the binding is the one cached."""
+        kept = self._positions.get(sub_key)
+        if kept is None or kept[0] is not binding:
+            kept = self._positions[sub_key] = (binding, binding_positions(binding))
+        return kept[1]
 
     def _landed(self, uid: str) -> Landed:
         """Landed replicas of one Subscription's feeds (reservations.py): what each cluster's node
