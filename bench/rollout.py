@@ -6,7 +6,8 @@ Prints the time from `cnet apply` to every Description being Success (and the Su
 showing completedReleases == N), the rate Bases and Descriptions were written at (from the
 server timestamps of their messages on the KV streams), the resident memory of the hub side
 (nats-server, hub, scheduler, deployer, predictor) and of the agent process hosting the simulated
-clusters; then the time from `cnet apply` of a Globalization (ApplyNow, every cluster) to every
+clusters, read once the services have returned the rollout's freed heap (runtime/heap.py, every
+10 s); then the time from `cnet apply` of a Globalization (ApplyNow, every cluster) to every
 Description rewritten, and their rate.
 
     .venv/bin/python bench/rollout.py --clusters 1000
@@ -40,6 +41,7 @@ import psutil
 from clusternet_nats.api.apps import Base, Description, Subscription
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.api.subjects import BINDINGS_BUCKET
+from clusternet_nats.runtime.heap import TRIM_INTERVAL
 from clusternet_nats.store import object_key
 from clusternet_nats.store.keys import kv_stream, kv_subject_prefix
 from clusternet_nats.testing import benchresult
@@ -387,6 +389,9 @@ def main() -> int:
             f"  raw reference: nats-py publish_async {reference:,.0f} msgs/s (R{system.stream_replicas}); "
             f"Descriptions/s over it: {description_rate / reference:.3f}"
         )
+        # Resident memory once every service has returned the rollout's freed heap (runtime/heap.py
+        # trims every TRIM_INTERVAL s): what the fleet costs held, not the peak of its writing.
+        time.sleep(TRIM_INTERVAL + 1)
         hub_side = {name: rss_mib(pid) for name, pid in system.hub_side_pids().items()}
         if isinstance(system.nats, NatsCluster):
             hub_side.pop("nats-server", None)

@@ -713,10 +713,12 @@ class Report:
 
     def memory_section(self, memory: dict[str, list[Point]]) -> list[str]:
         lines = ["### Memory (resident set size, MiB)", "",
-                 "Read once per run when its figures were taken. A Python process rarely returns freed memory to "
-                 "the system, so a service's figure is close to its high-water mark in the run, not only what its "
-                 "objects take. The slope per cluster is what the target is about; the baseline is what the "
-                 "processes take with no cluster (interpreter, libraries, connections).", ""]
+                 "Read once per run when its figures were taken: the rollout's 11 s after every Description was "
+                 "Success, once each service has handed its freed heap pages back (glibc `malloc_trim` every 10 s, "
+                 "runtime/heap.py), so it is what the fleet costs held, not the peak of writing it; the fleet's "
+                 "after its heartbeat window. A service's peak during a rollout is higher. The slope per cluster is "
+                 "what the target is about; the baseline is what the processes take with no cluster (interpreter, "
+                 "libraries, connections).", ""]
         for source, points in memory.items():
             if not points:
                 continue

@@ -16,16 +16,28 @@ work itself. So:
 
 Reference counting frees every object without a cycle as before; cyclic garbage is still found,
 only later.
+
+What is freed is not returned to the system by itself: a converge over 10,000 clusters, a list of
+10,000 objects or a megabytes-long status leaves glibc's heap holding the peak, pages free but
+resident between live objects. Every `TRIM_INTERVAL` seconds a service process calls glibc's
+`malloc_trim` (in a thread; some 20-50 ms for a 300 MiB heap), which hands free pages back:
+measured after a 10,000-cluster rollout, 67 MiB over the four hub-side services. Where the C
+library has no `malloc_trim` (not glibc) nothing is done.
 """
 
 from __future__ import annotations
 
+import asyncio
+import ctypes
 import gc
+from collections.abc import Callable
 
 YOUNG_THRESHOLD = 50_000
 """Allocations (less deallocations) of tracked objects between two young collections."""
 OLDER_THRESHOLDS = (20, 10)
 """Young collections per middle one, middle ones per full one (full ones wait for the quarter)."""
+TRIM_INTERVAL = 10.0
+"""Seconds between two returns of freed heap pages to the system (`return_freed`)."""
 
 
 _tuned = False
@@ -46,3 +58,21 @@ def settle() -> None:
     if _tuned:
         gc.collect()
         gc.freeze()
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except OSError:
+        return None
+
+
+async def return_freed(interval: float = TRIM_INTERVAL) -> None:
+    """Runs for the service's life: hands the heap's free pages back every `interval` seconds.
+    Only in a process `tune` set up (a test process keeps its heap as it is)."""
+    trim = _malloc_trim()
+    if not _tuned or trim is None:
+        return
+    while True:
+        await asyncio.sleep(interval)
+        await asyncio.to_thread(trim, 0)

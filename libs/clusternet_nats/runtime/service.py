@@ -252,10 +252,12 @@ async def serve(
     runner = await _health_app(ctx)
     await ctx.start()
     heap.settle()
+    trimming = asyncio.create_task(heap.return_freed())
     log.info("service.started", service=name)
     try:
         await stop.wait()
     finally:
+        trimming.cancel()
         log.info("service.stopping", service=name)
         await _bounded(ctx.stop(), "components", name, stop_timeout)
         if runner is not None:
