@@ -569,6 +569,13 @@ class Report:
         if any(n for _, n in spread):
             lines += ["Simulated clusters spread over agent processes, all started at once: " + ", ".join(
                 f"{fmt(n, 0)} at {cluster_label(c)}" for c, n in spread if n) + ".", ""]
+        lines += ["What the two kinds of bench run (read them apart): registration and heartbeats "
+                  "(`bench/fleet.py`) on the secured hub as shipped, every connection through the auth callout "
+                  "and every agent write a request to the hub's intake; the rollouts and the Globalization "
+                  "(`bench/rollout.py`) on the embedded development system (`testing/system.py`: one nats-server "
+                  "without the callout, the simulated agents writing their Descriptions' statuses straight to "
+                  "JetStream). A secured rollout adds the intake's request per status write and per Event, on "
+                  "the hub; it is not measured here.", ""]
         for s in APPLY:
             lines += time_section(f"`cnet apply` of a {s} Subscription → every Description Success",
                                   apply[s], write_rate[s], {1000: 3, 10000: 20} if s == "Replication" else {})

@@ -4,7 +4,7 @@ Pydantic keeps with every model instance the set of fields that were given
 (`__pydantic_fields_set__`): 216 to 728 bytes a set, one per nested model, while the sets of
 10,000 clusters' ManagedClusters or Bases are the same few. A decoded Base was 4.0 KiB, of which
 1.8 KiB were these sets. `share_field_sets` points each cached model (and the models inside it)
-at one set per distinct content.
+at one set per model class and distinct content.
 
 Only `exclude_unset` dumps and `model_fields_set` read the set, and the project uses neither;
 equality ignores it; `model_copy` copies it. An informer's objects are read-only (store/informer.py),
@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-_SHARED: dict[frozenset[str], set[str]] = {}
+_SHARED: dict[tuple[type[BaseModel], frozenset[str]], set[str]] = {}
 
 
 def share_field_sets(value: Any) -> None:
@@ -30,10 +30,10 @@ def share_field_sets(value: Any) -> None:
         item = stack.pop()
         if isinstance(item, BaseModel):
             given = item.__pydantic_fields_set__
-            key = frozenset(given)
+            key = (type(item), frozenset(given))
             shared = _SHARED.get(key)
             if shared is None:
-                shared = _SHARED[key] = set(key)
+                shared = _SHARED[key] = set(given)
             if given is not shared:
                 object.__setattr__(item, "__pydantic_fields_set__", shared)
             stack.extend(field for field in item.__dict__.values() if _may_hold_models(field))
