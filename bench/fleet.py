@@ -15,6 +15,12 @@ token. Two phases:
    heartbeat and the CPU it implies at 180 s are printed beside it (every CPU second of the window
    taken as the heartbeats' and scaled: an estimate; the CPU measured at the shorter period bounds it).
 
+3. With `--rollout`: `cnet apply` (as the hub's admin) of the rollout bench's Replication
+   Subscription (bench/rollout.py: MANIFESTS) to every cluster, until its status counts every
+   cluster completed, seen in its KV bucket; the Descriptions' write rate from the stream's
+   timestamps and each process's CPU meanwhile. Unlike bench/rollout.py (the embedded
+   development system) every agent's status write and Event is here a request to the hub's intake.
+
 Then the resident memory of every process (nats-server apart from the services; the agents
 added up), and, in the same run, the raw reference: nats-py `publish_async` into a JetStream
 stream on the same server, with the load average. `--json PATH` appends the figures in the
@@ -22,6 +28,7 @@ scale report's format (testing/benchresult.py).
 
     .venv/bin/python bench/fleet.py --clusters 1000 --agents 4 --report-frequency 30 --window 30
     .venv/bin/python bench/fleet.py --clusters 10000 --agents 8 --report-frequency 60 --window 60
+    .venv/bin/python bench/fleet.py --clusters 1000 --window 10 --rollout
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import asyncio
 import os
 import resource
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -39,10 +47,12 @@ from pathlib import Path
 
 import nats
 import psutil
+from clusternet_nats.api.apps import Description
 from clusternet_nats.api.clusters import ManagedClusterStatus
 from clusternet_nats.api.intake import BUCKET_HEADER, PUT
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.api.subjects import HEARTBEAT, INTAKE
+from clusternet_nats.cli import config as cnet_config
 from clusternet_nats.domain.readiness import is_ready
 from clusternet_nats.hub.registration import jwt
 from clusternet_nats.hub.registration.records import ensure_registration_buckets, new_token, token_store
@@ -51,8 +61,9 @@ from clusternet_nats.testing import benchresult
 from clusternet_nats.testing.natsserver import free_port
 from clusternet_nats.testing.reference import load_average, publish_async_rate
 from clusternet_nats.testing.securehub import SecureHub
-from clusternet_nats.testing.system import ServiceProcess, wait_ready
+from clusternet_nats.testing.system import ServiceProcess, ensure_admin_token, wait_ready
 from nats.aio.msg import Msg
+from rollout import MANIFESTS, bucket, completed, last_sequence, written  # bench/rollout.py, beside this
 
 HUB_SIDE = ("hub", "scheduler", "deployer", "predictor")
 CLUSTER_STATUS_BUCKET = by_kind("ManagedCluster").status_bucket
@@ -138,12 +149,15 @@ async def main(args: argparse.Namespace) -> int:
             await token_store(js).put(record.token_id, record, 0)
             common = ["--nats-url", secure.url("hub"), "--jetstream-domain", "hub"]
             os.environ["XDG_STATE_HOME"] = str(directory)  # where the hub keeps the CA it generates
-            hub_args = ["--listen", f"127.0.0.1:{free_port()}", "--issuer-seed", seed]
-            hub_args += ["--callout-url", secure.url("callout"), "--system-url", secure.url("sys")]
-            processes = [service("hub", directory, [*common, *hub_args])]
+            hub_port, admin = free_port(), ensure_admin_token(directory / "hub-tokens.csv")
+            hub_args = ["--issuer-seed", seed, "--callout-url", secure.url("callout")]
+            hub_args += ["--system-url", secure.url("sys")]
+            first_hub = ["--listen", f"127.0.0.1:{hub_port}", "--cert-dir", str(directory / "hub-certs")]
+            first_hub += ["--token-auth-file", str(directory / "hub-tokens.csv")]
+            processes = [service("hub", directory, [*common, *hub_args, *first_hub])]
             for n in range(2, args.hub_replicas + 1):  # their callouts, registrars and intakes share queue groups
                 listen = ["--listen", f"127.0.0.1:{free_port()}", "--cert-dir", str(directory / f"hub-{n}-certs")]
-                processes.append(service(f"hub-{n}", directory, [*common, *hub_args[2:], *listen], module="hub"))
+                processes.append(service(f"hub-{n}", directory, [*common, *hub_args, *listen], module="hub"))
             processes += [service(name, directory, common) for name in HUB_SIDE[1:]]
             for proc in processes:
                 proc.start()
@@ -224,9 +238,28 @@ async def main(args: argparse.Namespace) -> int:
             rss = {name: rss_mib([proc]) for name, proc in hub_side.items()}
             rss["agents"] = rss_mib(agent_procs)
             print(f"RSS MiB: {rss} ({rss['agents'] / clusters * 1024:.0f} KiB per cluster in the agents)")
+            rolled_out = None
+            if args.rollout:
+                config = directory / "cnet-config"
+                hub = cnet_config.Cluster(server=f"https://127.0.0.1:{hub_port}",
+                                          certificate_authority=str(directory / "hub-certs" / "ca.crt"))
+                cnet_config.write_context(config, "fleet", hub, cnet_config.User(token=admin))
+                everyone = {**hub_side, **{a.name: p for a, p in zip(fleet, agent_procs, strict=True)}}
+                rolled_out = await secured_rollout(secure.url("hub"), config, directory, clusters, everyone, args)
+                if rolled_out is None:
+                    return 1
+
             reference = await publish_async_rate(secure.url("hub"))
             print(f"reference: nats-py publish_async {reference:.0f} msgs/s on the same server")
             print(f"load average: {load_average()}")
+            if args.json and rolled_out is not None:
+                benchresult.write(
+                    args.json,
+                    bench="secured-rollout",
+                    clusters=clusters,
+                    figures=rolled_out,
+                    reference=reference,
+                )
             if args.json:
                 benchresult.write(
                     args.json,
@@ -261,6 +294,44 @@ async def main(args: argparse.Namespace) -> int:
     return 0
 
 
+async def secured_rollout(
+    url: str,
+    config: Path,
+    directory: Path,
+    clusters: int,
+    processes: dict[str, psutil.Process],
+    args: argparse.Namespace,
+) -> dict[str, benchresult.Figure] | None:
+    """`cnet apply` of the rollout bench's Replication Subscription on the secured hub, then the
+    time until its status counts every cluster completed; its figures, or None (printed why)."""
+    manifest = directory / "rollout.yaml"
+    manifest.write_text(MANIFESTS)
+    descriptions = bucket(Description)
+    before = await last_sequence(url, descriptions)
+    cpu0 = cpu_seconds(processes)
+    started = time.monotonic()
+    cnet = Path(sys.executable).parent / "cnet"
+    await asyncio.to_thread(
+        subprocess.run, [str(cnet), "--config", str(config), "apply", "-f", str(manifest)], check=True
+    )
+    outcome = await completed(url, clusters, started + args.timeout)
+    if outcome is None:
+        print(f"FAILED: the Subscription's status did not count {clusters} clusters completed in {args.timeout:.0f} s")
+        return None
+    seconds = outcome[0] - started
+    spent = {name: c - cpu0[name] for name, c in cpu_seconds(processes).items()}
+    stamps = await written(url, descriptions, before)
+    span = (stamps[-1] - stamps[0]).total_seconds() if len(stamps) > 1 else 0.0
+    rate = len(stamps) / span if span else 0.0
+    agents = round(sum(c for name, c in spent.items() if name.startswith("agent")), 2)
+    hub_side = {name: round(c, 2) for name, c in spent.items() if not name.startswith("agent")}
+    print(f"secured rollout: apply -> all {outcome[1]} Descriptions Success: {seconds:.2f} s (load {load_average()})")
+    print(f"  Descriptions written: {len(stamps)}, {rate:,.0f}/s over {span:.2f} s")
+    print(f"  CPU seconds meanwhile: {hub_side} agents {agents}")
+    return {"rollout_s": round(seconds, 2), "descriptions_per_s": round(rate, 1),
+            "rollout_cpu_s": {**hub_side, "agents": agents}}
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clusters", type=int, default=1000)
@@ -270,4 +341,5 @@ if __name__ == "__main__":
     parser.add_argument("--hub-replicas", type=int, default=1, help="hub processes (hub, hub-2, ...)")
     parser.add_argument("--timeout", type=float, default=600.0, help="give up registration after this")
     parser.add_argument("--json", type=Path, help="append the figures here (testing/benchresult.py)")
+    parser.add_argument("--rollout", action="store_true", help="then roll a Subscription out to every cluster")
     sys.exit(asyncio.run(main(parser.parse_args())))

@@ -173,7 +173,7 @@ def rollout(
     started = time.monotonic()
     cnet_apply(system, manifest_file)
     applied = time.monotonic() - started
-    outcome = asyncio.run(_completed(system.nats_url, clusters, started + timeout))
+    outcome = asyncio.run(completed(system.nats_url, clusters, started + timeout))
     if outcome is None:
         print(f"TIMEOUT after {timeout}s: {_progress(system)}")
         return None
@@ -195,7 +195,7 @@ def _progress(system: System) -> str:
     return f"completedReleases {status.get('completedReleases', 0)}/{status.get('desiredReleases', 0)}"
 
 
-async def _completed(url: str, clusters: int | None, deadline: float) -> tuple[float, int] | None:
+async def completed(url: str, clusters: int | None, deadline: float) -> tuple[float, int] | None:
     """(monotonic time, clusters bound) once the Subscription's status counts every cluster of
     its binding completed; None at `deadline`."""
     nc = await nats.connect(url.split(","))

@@ -80,7 +80,11 @@ BENCHES = (
     # Heartbeats every 60 s measured over 60 s: one round of every cluster in the window whatever
     # its phase (at Clusternet's 180 s, a window right after registration can see none), a third of
     # the time a 180 s window would take; the report derives the 180 s figure and says so.
-    Bench("fleet", (Invocation("bench/fleet.py", tuning=(("--report-frequency", "60"), ("--window", "60"))),)),
+    # Then the same Replication rollout as bench/rollout.py's, on the secured hub (`--rollout`).
+    Bench(
+        "fleet",
+        (Invocation("bench/fleet.py", tuning=(("--report-frequency", "60"), ("--window", "60"), ("--rollout",))),),
+    ),
 )
 
 
@@ -388,6 +392,8 @@ GLOBALIZATION = Series(GLOBAL_BENCHES, "globalization_update_s")
 GLOBAL_UPDATED = Series(GLOBAL_BENCHES, "descriptions_updated", globalization_phase)
 GLOBAL_RATE = Series(GLOBAL_BENCHES, "descriptions_per_s", globalization_phase)
 REGISTRATION = Series(FLEET, "registration_s")
+SECURED_ROLLOUT = Series(FLEET, "rollout_s")
+SECURED_RATE = Series(FLEET, "descriptions_per_s")
 HEARTBEAT_CPU = Series(FLEET, "hub_cpu_percent")
 MEMORY_TITLES = {
     "rollout": "after the Replication rollout (every cluster has its Base and Description)",
@@ -539,6 +545,7 @@ class Report:
         write_rate = {s: WRITE_RATE[s].points(o) for s in WRITE_RATE}
         glob, glob_n, glob_rate = GLOBALIZATION.points(o), GLOBAL_UPDATED.points(o), GLOBAL_RATE.points(o)
         registration = REGISTRATION.points(o)
+        secured, secured_rate = SECURED_ROLLOUT.points(o), SECURED_RATE.points(o)
         cpu = HEARTBEAT_CPU.points(o, mapping)
         memory = {k: s.points(o, mapping) for k, s in MEMORY.items()}
         lines = ["# Scale report", ""]
@@ -574,8 +581,9 @@ class Report:
                   "and every agent write a request to the hub's intake; the rollouts and the Globalization "
                   "(`bench/rollout.py`) on the embedded development system (`testing/system.py`: one nats-server "
                   "without the callout, the simulated agents writing their Descriptions' statuses straight to "
-                  "JetStream). A secured rollout adds the intake's request per status write and per Event, on "
-                  "the hub; it is not measured here.", ""]
+                  "JetStream). The fleet bench then rolls the same Replication Subscription out on the secured hub "
+                  "(`--rollout`), where every status write and Event of an agent is a request to the hub's "
+                  "intake: its own table below.", ""]
         for s in APPLY:
             lines += time_section(f"`cnet apply` of a {s} Subscription → every Description Success",
                                   apply[s], write_rate[s], {1000: 3, 10000: 20} if s == "Replication" else {})
@@ -585,6 +593,10 @@ class Report:
                           "bound to an adaptive share of them, as in Clusternet; the time is until those are "
                           "Success): " + ", ".join(f"{fmt(n, 0)} of {cluster_label(c)}" for c, n in bound
                                                    if n is not None) + ".", ""]
+        if any(p.value is not None for p in secured):
+            lines += time_section("Secured hub: `cnet apply` of the Replication Subscription → every Description "
+                                  "Success (bench/fleet.py --rollout, the fleet registered above)",
+                                  secured, secured_rate, {})
         lines += time_section("Globalization touching every cluster changed → every Description updated",
                               glob, glob_rate, {})
         updated = [(p.clusters, p.value) for p in glob_n if isinstance(p.value, float)]
