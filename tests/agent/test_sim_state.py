@@ -4,6 +4,8 @@ restarts as it was left."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +84,42 @@ async def test_a_change_is_written_after_the_debounce_without_any_close(tmp_path
     assert restarted.objects.get(ObjectRef("v1", "ConfigMap", "default", "cfg")) is not None
     await restarted.close()
     await cluster.close()
+
+
+OPEN_AND_LOAD = """
+import asyncio, sys
+from pathlib import Path
+from clusternet_nats.agent.backends.sim.persistence import StateFile
+from clusternet_nats.agent.backends.sim import persistence
+sys.stdin.readline()  # every process starts, then all open the new database at once
+state = StateFile(Path(sys.argv[1]), sys.argv[2], lambda: {"objects": {}})
+asyncio.run(state.load())
+print("opened")
+"""
+
+
+def test_agent_processes_opening_a_new_database_at_once_all_open_it(tmp_path: Path) -> None:
+    """Agent processes sharing a state directory start together (the lifecycle system's two):
+    SQLite refused one's set-up at once with "database is locked", and its agent never started."""
+    for attempt in range(5):
+        directory = tmp_path / f"state-{attempt}"
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", OPEN_AND_LOAD, str(directory), f"c{i}"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(6)
+        ]
+        for proc in procs:  # every one is waiting on its stdin: release them together
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.close()
+        outcomes = []
+        for proc in procs:
+            assert proc.stdout is not None and proc.stderr is not None
+            outcomes.append((proc.stdout.read(), proc.stderr.read()))
+            proc.wait(timeout=60)
+        assert all(out.strip() == "opened" for out, _ in outcomes), [err[-400:] for _, err in outcomes]

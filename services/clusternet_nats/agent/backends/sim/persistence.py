@@ -20,9 +20,10 @@ import contextlib
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -32,10 +33,12 @@ SERIALIZE_CHUNK = 100
 """Clusters serialized between two turns of the event loop (each one whole, between two changes)."""
 BUSY_TIMEOUT_SECONDS = 30.0
 """How long a write waits for another agent process's transaction on the same database."""
+LOCKED_RETRY_SECONDS = 0.05
 
 log = structlog.get_logger(__name__)
 
 Snapshot = Callable[[], dict[str, Any]]
+T = TypeVar("T")
 
 
 class _Database:
@@ -61,26 +64,46 @@ class _Database:
             connection = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
             )
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA synchronous=NORMAL")
-            connection.execute("CREATE TABLE IF NOT EXISTS clusters (name TEXT PRIMARY KEY, state TEXT NOT NULL)")
+            try:
+                connection.execute("PRAGMA journal_mode=WAL")
+                connection.execute("PRAGMA synchronous=NORMAL")
+                connection.execute("CREATE TABLE IF NOT EXISTS clusters (name TEXT PRIMARY KEY, state TEXT NOT NULL)")
+            except BaseException:
+                connection.close()
+                raise
             self._connection = connection
         return self._connection
 
+    def _retrying(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work` on the connection (in a thread), tried again while SQLite says the database is
+        locked, up to the busy timeout: agent processes sharing the directory open it at the same
+        moment, and SQLite answers some of what meets another's set-up (the journal's recovery)
+        with "database is locked" at once, not after its busy timeout. An agent failed to start so."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+        while True:
+            try:
+                with self._lock:
+                    return work(self._connect())
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or time.monotonic() > deadline:
+                    raise
+            time.sleep(LOCKED_RETRY_SECONDS)
+
     def _read(self, name: str) -> dict[str, Any] | None:
-        with self._lock:
-            row = self._connect().execute("SELECT state FROM clusters WHERE name = ?", (name,)).fetchone()
+        query = "SELECT state FROM clusters WHERE name = ?"
+        row = self._retrying(lambda connection: connection.execute(query, (name,)).fetchone())
         if row is None:
             return None
         state: dict[str, Any] = json.loads(row[0])
         return state
 
     def _write(self, rows: list[tuple[str, str]]) -> None:
-        with self._lock:
-            connection = self._connect()
+        def write(connection: sqlite3.Connection) -> None:
             with connection:  # one transaction: every row or none
                 connection.execute("BEGIN")
                 connection.executemany("INSERT OR REPLACE INTO clusters (name, state) VALUES (?, ?)", rows)
+
+        self._retrying(write)
 
     def _close(self) -> None:
         with self._lock:
