@@ -155,11 +155,14 @@ async def test_dynamic_dividing_divides_by_what_each_cluster_has_room_for(
 
 
 async def test_get_subs_says_why_nothing_is_placed(system: System, hub: HubClient, tmp_path: Path) -> None:
+    """Its own feeds (not the examples' an earlier test applies, which skips without the compat
+    corpus), so it says the same run alone or after the others."""
     await clusters(hub)
     nowhere = tmp_path / "nowhere.yaml"
     selector = "{key: region, operator: In, values: [ap-nowhere]}"
-    manifest = FAILOVER.replace("name: failover", "name: nowhere")
-    nowhere.write_text(manifest.replace("{key: region, operator: Exists}", selector))
+    manifest = FAILOVER.replace("name: failover", "name: nowhere").replace("{key: region, operator: Exists}", selector)
+    manifest = manifest.replace("name: qux}", "name: nowhere}").replace("name: my-nginx, namespace: qux", NOWHERE_FEED)
+    nowhere.write_text(NOWHERE_FEEDS + manifest)
     apply(system, nowhere)
 
     async def reason() -> list[str] | None:
@@ -258,6 +261,25 @@ async def _ready(hub: HubClient, cluster: str) -> bool:
     taints = (mc or {}).get("spec", {}).get("taints") or []
     return mc is not None and not any(t["key"] == "clusters.clusternet.io/unschedulable" for t in taints)
 
+
+NOWHERE_FEED = "name: web, namespace: nowhere"
+NOWHERE_FEEDS = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: nowhere}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: nowhere}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: nginx:1.25, resources: {requests: {cpu: 100m, memory: 64Mi}}}]
+---
+"""
 
 FAILOVER = """
 apiVersion: apps.clusternet.io/v1alpha1
