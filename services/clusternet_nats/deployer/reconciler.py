@@ -124,18 +124,16 @@ class Deployer:
 
         try:
             has = await self._converge(sub, binding, placements, renderings, existing)
-        except BaseException:
-            self.status.converge_failed(object_key(sub.namespace, sub.name))
-            raise
-        helm = [desc for descs in has for desc in descs if desc.spec.deployer is DeployerType.HELM]
+            helm = [desc for descs in has for desc in descs if desc.spec.deployer is DeployerType.HELM]
 
-        async def sync_helm(desc: Description) -> set[str]:
-            status = self.caches.description_statuses.get(self.descriptions.key_of(desc))
-            return await self.helm_releases.sync(desc, status)
+            async def sync_helm(desc: Description) -> set[str]:
+                status = self.caches.description_statuses.get(self.descriptions.key_of(desc))
+                return await self.helm_releases.sync(desc, status)
 
-        helm_kept = await concurrently(self.parallelism, [functools.partial(sync_helm, desc) for desc in helm])
-        await self.helm_releases.delete_stale(uid, set().union(*helm_kept))
-        self.status.placed(sub, [(cluster, descs) for (_, cluster), descs in zip(placements, has, strict=True)])
+            helm_kept = await concurrently(self.parallelism, [functools.partial(sync_helm, desc) for desc in helm])
+            await self.helm_releases.delete_stale(uid, set().union(*helm_kept))
+        finally:
+            self.status.converged(object_key(sub.namespace, sub.name))
 
     async def _converge(
         self,
@@ -175,7 +173,7 @@ class Deployer:
             else:
                 todo.append((position, cluster, inputs))
 
-        bases = await self._sync_bases(sub, [cluster for _, cluster, _ in todo])
+        bases = await self._sync_bases(key, sub, [cluster for _, cluster, _ in todo])
         globalizations = self.caches.globalizations.values()
         rendered: list[list[Description] | None] = []
         for done_count, ((position, cluster, _), base) in enumerate(zip(todo, bases, strict=True)):
@@ -194,7 +192,7 @@ class Deployer:
         placing = {position: descs for position, (_, descs) in kept.items()}
         for (position, cluster, _), descs in zip(todo, rendered, strict=True):
             placing[position] = existing.get(cluster.namespace, []) if descs is None else descs
-        self.status.placed(sub, [(cluster, placing[i]) for i, (_, cluster) in enumerate(placements)], writing=True)
+        self.status.placed(sub, [(cluster, placing[i]) for i, (_, cluster) in enumerate(placements)])
         synced = iter(await self._sync_descriptions(key, desired))
         for (position, cluster, inputs), base, descs in zip(todo, bases, rendered, strict=True):
             # A blocked rendering (a missing feed, a failed override) keeps what the cluster has.
@@ -249,10 +247,10 @@ class Deployer:
 
     # -- Bases -----------------------------------------------------------------------------
 
-    async def _sync_bases(self, sub: Subscription, clusters: Sequence[ManagedCluster]) -> list[Base]:
+    async def _sync_bases(self, key: str, sub: Subscription, clusters: Sequence[ManagedCluster]) -> list[Base]:
         desired = [desired_base(sub, cluster) for cluster in clusters]
         pairs = [(self.caches.bases.get(self.bases.key_of(base)), base) for base in desired]
-        with self.caches.own_writes(object_key(sub.namespace, sub.name)) as writes:
+        with self.caches.own_writes(key) as writes:
             synced = await ensure_all(self.bases, pairs)
             _learn(self.caches.bases, self.bases, synced, writes)
         self._announce([(base, sub, "Base", outcome) for base, outcome in synced])

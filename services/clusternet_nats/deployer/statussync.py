@@ -15,8 +15,8 @@ statuses heard meanwhile fold into the next write, and a fleet's rollout costs t
 writes a second, whatever the rate the clusters report at.
 
 While a converge is still writing a fleet's Descriptions, their statuses already come in: the
-converge tells its placement before it writes (`placed(..., writing=True)`), and passes meanwhile
-count what came in but write nothing; the converge's end queues the pass that writes. So the
+converge tells its placement before it writes (`placed`), and passes meanwhile count what came
+in but write nothing; the converge's end (`converged`) queues the pass that writes. So the
 fleet is counted as it reports, and the status lands a moment after the last cluster's, not a
 whole recount later.
 
@@ -101,14 +101,9 @@ class StatusSync:
 
     # -- what the converge and the informers tell ----------------------------------------------
 
-    def placed(
-        self,
-        sub: Subscription,
-        clusters: Sequence[tuple[ManagedCluster, Sequence[Description]]],
-        writing: bool = False,
-    ) -> None:
-        """The bound clusters and their Descriptions, in the binding's order: before a converge
-        writes them (`writing`: its passes count, they do not write) and after."""
+    def placed(self, sub: Subscription, clusters: Sequence[tuple[ManagedCluster, Sequence[Description]]]) -> None:
+        """Before a converge writes: the bound clusters and their Descriptions, in the binding's
+        order. Until `converged`, passes count the statuses that come in and write nothing."""
         key = object_key(sub.namespace, sub.name)
         placed = Placed(
             tuple(sub.spec.feeds),
@@ -121,22 +116,15 @@ class StatusSync:
                 for cluster, descriptions in clusters
             },
         )
-        was_writing = key in self._writing
-        if writing:
-            self._writing.add(key)
-        else:
-            self._writing.discard(key)
-        same = placed.same_as(self._placed.get(key))
-        if same and not was_writing and key in self._written:
+        self._writing.add(key)
+        if placed.same_as(self._placed.get(key)) and key in self._written:
             return
-        if not same or (key not in self._written and not was_writing):
-            self._placed[key] = placed
-            self._whole.add(key)
+        self._placed[key] = placed
+        self._whole.add(key)
         self.queue.add(key)
 
-    def converge_failed(self, key: str) -> None:
-        """The converge that told `placed(..., writing=True)` ended without telling the rest: the
-        status is written from what is placed."""
+    def converged(self, key: str) -> None:
+        """The converge that told `placed` is over, done or failed: the pass that writes is queued."""
         if key in self._writing:
             self._writing.discard(key)
             self.queue.add(key)
