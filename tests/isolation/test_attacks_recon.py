@@ -27,7 +27,7 @@ from tests.isolation.attackers import (
     seed_records,
     unchanged,
 )
-from tests.registration.harness import RegistrationHub
+from tests.registration.harness import RegistrationHub, answers_hub
 
 BAD_CONNECTS = 500
 RECONNECT_DEADLINE = 10.0
@@ -92,6 +92,7 @@ async def test_wildcard_and_queue_subscriptions_intercept_nothing(
 
     await bystander.nc.subscribe(subject, cb=answer)
     await bystander.settle()
+    await eventually(lambda: answers_hub(hub, bystander.namespace, subject), timeout=10, what="B answers the hub")
     answers = [(await request_cluster(hub.nc, bystander.namespace, subject, b"ask", timeout=5)).data for _ in range(5)]
     assert answers == [b"from b"] * 5
     descriptions = JsonBucket(hub.nc.jetstream(), "descriptions")

@@ -22,7 +22,7 @@ from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from tests.registration.harness import Client, RegistrationHub, new_cluster_id, register
+from tests.registration.harness import Client, RegistrationHub, answers_hub, new_cluster_id, register
 
 VIOLATION = "permissions violation"
 
@@ -127,6 +127,7 @@ async def test_cannot_answer_anothers_requests(hub: RegistrationHub, pair: tuple
     await a.nc.flush()
     await b.nc.flush()
     await eventually(lambda: sum(VIOLATION in e.lower() for e in a.client.errors) >= 2, timeout=5, what="refusals")
+    await eventually(lambda: answers_hub(hub, b.namespace, subject), timeout=10, what="B answers the hub")
     answers = {(await request_cluster(hub.nc, b.namespace, subject, b"", timeout=3)).data for _ in range(5)}
     assert answers == {b"from b"}
 

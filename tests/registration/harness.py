@@ -24,10 +24,12 @@ from clusternet_nats.api.registration import (
     registering_inbox_prefix,
 )
 from clusternet_nats.hub.registration.testing import RegistrationHub, secured_hub
+from clusternet_nats.runtime.tunnel import request_cluster
 from clusternet_nats.testing.natsserver import free_port
 from clusternet_nats.testing.system import ServiceProcess
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
+from nats.errors import NoRespondersError
 
 
 @dataclass
@@ -100,3 +102,13 @@ async def running_agent(
     finally:
         code = await asyncio.to_thread(agent.stop)
     assert code == 0, agent.log_path.read_text()[-3000:]
+
+
+async def answers_hub(hub: RegistrationHub, namespace: str, subject: str) -> bool:
+    """Whether the cluster of `namespace` answers the hub on `subject` yet: a subscription reaches
+    the hub's servers a moment after the cluster's own server took it (routes, a leaf link)."""
+    try:
+        await request_cluster(hub.nc, namespace, subject, b"", timeout=5)
+    except NoRespondersError:
+        return False
+    return True

@@ -20,6 +20,7 @@ from clusternet_nats.store import Informer, JsonBucket, ObjectStore
 from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.msg import Msg
+from nats.errors import NoRespondersError
 
 from tests.registration.harness import Client, RegistrationHub, new_cluster_id
 
@@ -65,7 +66,10 @@ async def test_child_behind_outbound_leaf_registers_receives_and_answers(hub: Re
             await informer.stop()
 
         async def answered() -> bool:
-            msg = await request_cluster(hub.nc, namespace, f"clusternet.proxy.{namespace}.ping", b"", timeout=2)
+            try:
+                msg = await request_cluster(hub.nc, namespace, f"clusternet.proxy.{namespace}.ping", b"", timeout=2)
+            except NoRespondersError:  # the child's subscription has not crossed its leaf link yet
+                return False
             return msg.data == b"pong from " + namespace.encode()
 
         await eventually(answered, timeout=10, what="request answered through the tunnel")

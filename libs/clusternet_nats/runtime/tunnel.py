@@ -13,13 +13,23 @@ from clusternet_nats.api.registration import reply_prefix
 from clusternet_nats.store.tracecontext import request_span
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.errors import NoRespondersError
+from nats.js.api import Header
 from nats.nuid import NUID
 
 _nuid = NUID()
+_NO_RESPONDERS = "503"
+
+
+def is_no_responders(msg: Msg) -> bool:
+    """Whether `msg` is nats-server's answer that nobody subscribes to the subject asked: the
+    cluster's agent is not connected, or its subscription has not reached the hub's server yet."""
+    return not msg.data and (msg.headers or {}).get(Header.STATUS) == _NO_RESPONDERS
 
 
 async def request_cluster(nc: NATS, namespace: str, subject: str, payload: bytes, timeout: float) -> Msg:
-    """The first answer to `subject` from the cluster owning `namespace`; raises TimeoutError."""
+    """The first answer to `subject` from the cluster owning `namespace`; raises TimeoutError, or
+    NoRespondersError when nobody serves the subject."""
     answered: asyncio.Future[Msg] = asyncio.get_running_loop().create_future()
 
     async def on_reply(msg: Msg) -> None:
@@ -31,10 +41,13 @@ async def request_cluster(nc: NATS, namespace: str, subject: str, payload: bytes
     try:
         with request_span("cluster.request", subject) as headers:
             await nc.publish(subject, payload, reply=inbox, headers=headers or None)
-            return await asyncio.wait_for(answered, timeout)
+            msg = await asyncio.wait_for(answered, timeout)
     finally:
         if not nc.is_closed:
             await sub.unsubscribe()
+    if is_no_responders(msg):
+        raise NoRespondersError
+    return msg
 
 
 def from_hub(msg: Msg, namespace: str) -> bool:

@@ -13,13 +13,13 @@ import contextlib
 
 from clusternet_nats.api.proxy import FrameKind, ProxyHead, ProxyOpen, socket_subject, stream_reply
 from clusternet_nats.runtime.frames import Frame, FrameReader, FrameSender, StreamBroken, decode_frame
+from clusternet_nats.runtime.tunnel import is_no_responders
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.nuid import NUID
 
 _nuid = NUID()
-_NO_RESPONDERS = "503"
 
 
 class AgentGone(StreamBroken):
@@ -61,7 +61,7 @@ class HubStream:
             self._head.cancel()
 
     async def _on_message(self, msg: Msg) -> None:
-        if msg.headers and msg.headers.get("Status") == _NO_RESPONDERS and not msg.data:
+        if is_no_responders(msg):
             self._fail(AgentGone("nobody serves the cluster's proxy subjects"))
             return
         try:
