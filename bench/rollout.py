@@ -2,7 +2,8 @@
 cluster by static weight) to N simulated clusters, then a Globalization that changes every
 cluster's Description.
 
-Prints the time from `cnet apply` to every Description being Success (and the Subscription
+Once the fleet is up and the hub has finished setting its clusters up (its services nearly idle:
+`settle`), prints the time from `cnet apply` to every Description being Success (and the Subscription
 showing completedReleases == N), the rate Bases and Descriptions were written at (from the
 server timestamps of their messages on the KV streams), the resident memory of the hub side
 (nats-server, hub, scheduler, deployer, predictor) and of the agent process hosting the simulated
@@ -133,6 +134,27 @@ def every_pid(system: System) -> dict[str, int]:
     """nats-server, the hub-side services and the agent processes."""
     agents = {name: s.proc.pid for name, s in system.services.items() if name in system.agents() and s.proc}
     return system.hub_side_pids() | agents
+
+
+SETTLED_CPU = 0.05
+"""Hub-side services are settled once together they use under this share of one core."""
+
+
+def settle(system: System, timeout: float = 180.0, sample: float = 2.0) -> str:
+    """Waits until the hub-side services have finished setting the fleet up (the hub initialises
+    each newly Ready cluster after `System.start` returns), so the rollout measured does not share
+    the CPU with that; says how long it took and what they used last."""
+    pids = {name: pid for name, pid in system.hub_side_pids().items() if name != "nats-server"}
+    started = time.monotonic()
+    while True:
+        before = cpu_seconds(pids)
+        time.sleep(sample)
+        used = sum(cpu_seconds(pids).values()) - sum(before.values())
+        waited = time.monotonic() - started
+        if used / sample < SETTLED_CPU:
+            return f"settled {waited:.1f}s after start (hub-side services {100 * used / sample:.0f}% of a core)"
+        if waited > timeout:
+            return f"NOT settled {waited:.0f}s after start (hub-side services {100 * used / sample:.0f}% of a core)"
 
 
 def rss_mib(pid: int) -> float:
@@ -351,6 +373,7 @@ def main() -> int:
     try:
         mcls = hub_get(system, "/apis/clusters.clusternet.io/v1beta1/managedclusters")
         print(f"clusters registered: {len(mcls['items']) if mcls else '?'} (system start {startup:.1f}s)")
+        print(f"  {settle(system)}")
         started_wall = datetime.datetime.now(datetime.UTC)
         watched = {
             "Bases": bucket(Base),

@@ -581,7 +581,9 @@ class Report:
                   "and every agent write a request to the hub's intake; the rollouts and the Globalization "
                   "(`bench/rollout.py`) on the embedded development system (`testing/system.py`: one nats-server "
                   "without the callout, the simulated agents writing their Descriptions' statuses straight to "
-                  "JetStream). The fleet bench then rolls the same Replication Subscription out on the secured hub "
+                  "JetStream), applied once the hub side has finished setting the fleet up (its services under 5 % "
+                  "of a core: the hub initialises each newly Ready cluster after the system reports it ready). "
+                  "The fleet bench then rolls the same Replication Subscription out on the secured hub "
                   "(`--rollout`), where every status write and Event of an agent is a request to the hub's "
                   "intake: its own table below.", ""]
         for s in APPLY:
