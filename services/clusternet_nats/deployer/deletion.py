@@ -57,15 +57,27 @@ class SubscriptionDeletion:
     async def hold(self, sub: Subscription) -> bool:
         """Puts the finalizer on `sub` before anything is derived from it; True if it wrote (the
         write comes back as a change, and the reconcile goes on then)."""
-        return await _adding(self.subscriptions, sub, (APP_FINALIZER,))
+        return await _adding(self.subscriptions, sub, (APP_FINALIZER,)) is not None
 
-    async def hold_feed(self, feed: Manifest | HelmChart) -> None:
+    async def hold_manifest(self, manifest: Manifest) -> Manifest:
         """Puts the feed finalizers on a feed about to be rendered, so that its deletion is seen
-        (and, with FeedInUseProtection, held) by the deployer: a feed never rendered needs neither."""
-        if isinstance(feed, HelmChart):
-            await _adding(self.charts, feed, self.feed_finalizers)
-        else:
-            await _adding(self.manifests, feed, self.feed_finalizers)
+        (and, with FeedInUseProtection, held) by the deployer: a feed never rendered needs neither.
+        Returns it as held, at the revision written, and the cache has it at once: rendered from
+        it, a fleet is not rendered again when the echo of the finalizers comes (each feed's
+        revision is an input of every cluster's rendering)."""
+        held = await _adding(self.manifests, manifest, self.feed_finalizers)
+        if held is None:
+            return manifest
+        self.caches.manifests.learn(self.manifests.key_of(held), held, int(held.metadata.resource_version or 0))
+        return held
+
+    async def hold_chart(self, chart: HelmChart) -> HelmChart:
+        """`hold_manifest` for a HelmChart feed."""
+        held = await _adding(self.charts, chart, self.feed_finalizers)
+        if held is None:
+            return chart
+        self.caches.charts.learn(self.charts.key_of(held), held, int(held.metadata.resource_version or 0))
+        return held
 
     async def finalize(self, sub: Subscription) -> None:
         uid = sub.metadata.uid or ""
@@ -94,12 +106,12 @@ class SubscriptionDeletion:
         return any(self.caches.description_statuses.get(key) is not None for key in keys)
 
 
-async def _adding(store: ObjectStore[K], obj: K, finalizers: tuple[str, ...]) -> bool:
+async def _adding(store: ObjectStore[K], obj: K, finalizers: tuple[str, ...]) -> K | None:
+    """`obj` with the finalizers added, as written; None if it had them all."""
     marked = adding(obj, *finalizers)
     if marked is None:
-        return False
-    await store.update(marked, obj)
-    return True
+        return None
+    return await store.update(marked, obj)
 
 
 FeedObject = Manifest | HelmChart

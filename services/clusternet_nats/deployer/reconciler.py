@@ -322,14 +322,20 @@ class Deployer:
                     return feed
                 manifests.extend((feed, manifest) for manifest in objects)
         # Once each, though several feeds may select one object: a second write would be stale.
-        unique: dict[tuple[str, str], Manifest | HelmChart] = {}
-        for manifest in (manifest for _, manifest in manifests):
-            unique.setdefault((manifest.kind, manifest.namespaced_name()), manifest)
+        # Rendered as held (finalizers on, at the revision written), so its echo changes nothing.
+        held_manifests: dict[tuple[str, str], Manifest] = {}
+        for _, manifest in manifests:
+            identity = (manifest.kind, manifest.namespaced_name())
+            if identity not in held_manifests:
+                held_manifests[identity] = await self.deletion.hold_manifest(manifest)
+        held_charts: dict[str, HelmChart] = {}
         for chart in charts:
-            unique.setdefault((chart.kind, chart.namespaced_name()), chart)
-        for obj in unique.values():
-            await self.deletion.hold_feed(obj)
-        return manifests, charts
+            if chart.namespaced_name() not in held_charts:
+                held_charts[chart.namespaced_name()] = await self.deletion.hold_chart(chart)
+        return (
+            [(feed, held_manifests[(m.kind, m.namespaced_name())]) for feed, m in manifests],
+            [held_charts[chart.namespaced_name()] for chart in charts],
+        )
 
     async def _override_failed(self, base: Base, err: OverrideError) -> None:
         log.warning("deployer.override_failed", cluster=base.namespace, base=base.name, error=str(err))

@@ -1,0 +1,82 @@
+"""The pusher queues a Description only for a cluster the hub deploys to (Push, Dual with the
+agent's app pusher on). A Pull fleet's rollout used to queue every Description there, each key
+dropped by its pass: 10,000 passes for nothing, beside the Subscription's status."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from clusternet_nats.api.apps import DeployerType, Description, DescriptionSpec
+from clusternet_nats.api.clusters import ClusterSyncMode, ManagedCluster, ManagedClusterSpec, ManagedClusterStatus
+from clusternet_nats.api.registry import KindInfo
+from clusternet_nats.deployer.caches import Caches
+from clusternet_nats.deployer.pusher import Pusher
+from clusternet_nats.runtime.service import ServiceContext
+from clusternet_nats.store import ObjectStore, StatusStore, object_key
+from clusternet_nats.testing.inprocess import running_service
+from clusternet_nats.testing.natsserver import NatsServer
+from clusternet_nats.testing.waiting import eventually
+from nats.js import JetStreamContext
+
+
+@pytest.fixture
+async def pusher(nats_server: NatsServer) -> AsyncIterator[tuple[Pusher, list[str]]]:
+    built: list[Pusher] = []
+    queued: list[str] = []
+
+    async def build(ctx: ServiceContext) -> None:
+        caches = Caches(ctx)
+        caches.watch(lambda _key: None, lambda: None, lambda _sub, _desc: None)
+        made = Pusher(ctx, caches)
+        add = made.queue.add
+
+        def recorded(key: str) -> None:
+            queued.append(key)
+            add(key)
+
+        made.queue.add = recorded  # type: ignore[method-assign]
+        built.append(made)
+
+    async with running_service("deployer-pusher-queue", build, nats_server.url):
+        await eventually(lambda: built, what="the pusher is built")
+        yield built[0], queued
+
+
+async def _cluster(js: JetStreamContext, namespace: str, mode: ClusterSyncMode) -> str:
+    clusters: ObjectStore[ManagedCluster] = ObjectStore(js, KindInfo.of(ManagedCluster))
+    spec = ManagedClusterSpec(cluster_id=str(uuid.uuid4()), sync_mode=mode)
+    cluster = await clusters.create(ManagedCluster.new("child", namespace, spec=spec))
+    statuses: StatusStore[ManagedClusterStatus] = StatusStore(
+        js, KindInfo.of(ManagedCluster).status_bucket or "", ManagedClusterStatus
+    )
+    key = object_key(cluster.namespace, cluster.name)
+    await statuses.put(key, ManagedClusterStatus(app_pusher=True), 0)
+    return key
+
+
+async def test_only_descriptions_of_clusters_the_hub_deploys_to_are_queued(
+    pusher: tuple[Pusher, list[str]], js: JetStreamContext, unique_ns: str
+) -> None:
+    made, queued = pusher
+    pull_ns, push_ns = f"{unique_ns}-pull", f"{unique_ns}-push"
+    pull_cluster = await _cluster(js, pull_ns, ClusterSyncMode.PULL)
+    push_cluster = await _cluster(js, push_ns, ClusterSyncMode.PUSH)
+    await eventually(
+        lambda: made.cluster_statuses.get(pull_cluster) and made.cluster_statuses.get(push_cluster),
+        what="both clusters' statuses are cached",
+    )
+    await eventually(lambda: made.caches.clusters.get(push_cluster), what="the clusters are cached")
+
+    descriptions: ObjectStore[Description] = ObjectStore(js, KindInfo.of(Description))
+    spec = DescriptionSpec(deployer=DeployerType.GENERIC, raw=[])
+    pulled = await descriptions.create(Description.new("app", pull_ns, spec=spec))
+    pushed = await descriptions.create(Description.new("app", push_ns, spec=spec))
+    await eventually(
+        lambda: made.caches.descriptions.get(descriptions.key_of(pulled))
+        and made.caches.descriptions.get(descriptions.key_of(pushed)),
+        what="both Descriptions are cached",
+    )
+    await eventually(lambda: descriptions.key_of(pushed) in queued, what="the Push cluster's Description queued")
+    assert descriptions.key_of(pulled) not in queued
