@@ -73,6 +73,9 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+_OWN_OUTPUT = (":!docs/scale-results", ":!docs/scale.md", ":!docs/scale-*.png")
+
+
 def _git_commit() -> str | None:
     if not (_REPO / ".git").exists():
         return None
@@ -81,7 +84,8 @@ def _git_commit() -> str | None:
         return None
     try:
         dirty = subprocess.run(
-            ["git", "-C", str(_REPO), "status", "--porcelain", "--untracked-files=no"],
+            # The scale report's own results, written as its runs go, do not make the code dirty.
+            ["git", "-C", str(_REPO), "status", "--porcelain", "--untracked-files=no", "--", ".", *_OWN_OUTPUT],
             capture_output=True, text=True, timeout=30, check=True,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
