@@ -65,18 +65,17 @@ class SubscriptionDeletion:
         Returns it as held, at the revision written, and the cache has it at once: rendered from
         it, a fleet is not rendered again when the echo of the finalizers comes (each feed's
         revision is an input of every cluster's rendering)."""
-        held = await _adding(self.manifests, manifest, self.feed_finalizers)
-        if held is None:
-            return manifest
-        self.caches.manifests.learn(self.manifests.key_of(held), held, int(held.metadata.resource_version or 0))
-        return held
+        return await self._held(self.manifests, self.caches.manifests, manifest)
 
     async def hold_chart(self, chart: HelmChart) -> HelmChart:
         """`hold_manifest` for a HelmChart feed."""
-        held = await _adding(self.charts, chart, self.feed_finalizers)
+        return await self._held(self.charts, self.caches.charts, chart)
+
+    async def _held(self, store: ObjectStore[K], cache: Informer[K], feed: K) -> K:
+        held = await _adding(store, feed, self.feed_finalizers)
         if held is None:
-            return chart
-        self.caches.charts.learn(self.charts.key_of(held), held, int(held.metadata.resource_version or 0))
+            return feed
+        cache.learn(store.key_of(held), held, int(held.metadata.resource_version or 0))
         return held
 
     async def finalize(self, sub: Subscription) -> None:
