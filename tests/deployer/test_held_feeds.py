@@ -16,26 +16,20 @@ from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.deployer.caches import Caches
 from clusternet_nats.deployer.deletion import SubscriptionDeletion
 from clusternet_nats.domain.finalizers import feed_finalizers
-from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import ObjectStore
-from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually
 from nats.js import JetStreamContext
 
+from tests.deployer.harness import on_caches
+
 
 @pytest.fixture
 async def deletion(nats_server: NatsServer) -> AsyncIterator[tuple[SubscriptionDeletion, Caches]]:
-    built: list[tuple[SubscriptionDeletion, Caches]] = []
-
-    async def build(ctx: ServiceContext) -> None:
-        caches = Caches(ctx)
-        caches.watch(lambda _key: None, lambda: None, lambda _sub, _desc: None)
-        built.append((SubscriptionDeletion(ctx, caches), caches))
-
-    async with running_service("deployer-held-feeds", build, nats_server.url):
-        await eventually(lambda: built, what="the caches are built")
-        yield built[0]
+    async with on_caches(
+        nats_server.url, "deployer-held-feeds", lambda ctx, caches: (SubscriptionDeletion(ctx, caches), caches)
+    ) as built:
+        yield built
 
 
 async def test_a_held_feed_is_returned_as_written_and_cached_at_once(

@@ -15,27 +15,19 @@ from clusternet_nats.api.apps import Base, Subscription
 from clusternet_nats.api.meta import ObjectMeta
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.deployer.caches import Caches
-from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import ObjectStore, object_key
-from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually
 from nats.js import JetStreamContext
 
+from tests.deployer.harness import on_caches
+
 
 @pytest.fixture
 async def caches(nats_server: NatsServer) -> AsyncIterator[tuple[Caches, list[str]]]:
-    built: list[Caches] = []
     queued: list[str] = []
-
-    async def build(ctx: ServiceContext) -> None:
-        made = Caches(ctx)
-        made.watch(queued.append, lambda: None, lambda _sub, _desc: None)
-        built.append(made)
-
-    async with running_service("deployer-own-writes", build, nats_server.url):
-        await eventually(lambda: built, what="the caches are built")
-        yield built[0], queued
+    async with on_caches(nats_server.url, "deployer-own-writes", lambda _ctx, made: made, queued.append) as made:
+        yield made, queued
 
 
 def _base(sub: Subscription, name: str, replicas_label: str) -> Base:

@@ -15,20 +15,18 @@ from clusternet_nats.deployer.caches import Caches
 from clusternet_nats.deployer.pusher import Pusher
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import ObjectStore, StatusStore, object_key
-from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually
 from nats.js import JetStreamContext
 
+from tests.deployer.harness import on_caches
+
 
 @pytest.fixture
 async def pusher(nats_server: NatsServer) -> AsyncIterator[tuple[Pusher, list[str]]]:
-    built: list[Pusher] = []
     queued: list[str] = []
 
-    async def build(ctx: ServiceContext) -> None:
-        caches = Caches(ctx)
-        caches.watch(lambda _key: None, lambda: None, lambda _sub, _desc: None)
+    def recording(ctx: ServiceContext, caches: Caches) -> Pusher:
         made = Pusher(ctx, caches)
         add = made.queue.add
 
@@ -37,11 +35,10 @@ async def pusher(nats_server: NatsServer) -> AsyncIterator[tuple[Pusher, list[st
             add(key)
 
         made.queue.add = recorded  # type: ignore[method-assign]
-        built.append(made)
+        return made
 
-    async with running_service("deployer-pusher-queue", build, nats_server.url):
-        await eventually(lambda: built, what="the pusher is built")
-        yield built[0], queued
+    async with on_caches(nats_server.url, "deployer-pusher-queue", recording) as made:
+        yield made, queued
 
 
 async def _cluster(js: JetStreamContext, namespace: str, mode: ClusterSyncMode) -> str:
@@ -67,15 +64,20 @@ async def test_only_descriptions_of_clusters_the_hub_deploys_to_are_queued(
         lambda: made.cluster_statuses.get(pull_cluster) and made.cluster_statuses.get(push_cluster),
         what="both clusters' statuses are cached",
     )
-    await eventually(lambda: made.caches.clusters.get(push_cluster), what="the clusters are cached")
+    await eventually(
+        lambda: made.caches.clusters.get(pull_cluster) and made.caches.clusters.get(push_cluster),
+        what="both clusters are cached",
+    )
 
     descriptions: ObjectStore[Description] = ObjectStore(js, KindInfo.of(Description))
     spec = DescriptionSpec(deployer=DeployerType.GENERIC, raw=[])
     pulled = await descriptions.create(Description.new("app", pull_ns, spec=spec))
     pushed = await descriptions.create(Description.new("app", push_ns, spec=spec))
     await eventually(
-        lambda: made.caches.descriptions.get(descriptions.key_of(pulled))
-        and made.caches.descriptions.get(descriptions.key_of(pushed)),
+        lambda: (
+            made.caches.descriptions.get(descriptions.key_of(pulled))
+            and made.caches.descriptions.get(descriptions.key_of(pushed))
+        ),
         what="both Descriptions are cached",
     )
     await eventually(lambda: descriptions.key_of(pushed) in queued, what="the Push cluster's Description queued")
