@@ -112,17 +112,25 @@ class Writer:
         return await self.views.view(info, current)
 
     async def delete(self, info: KindInfo, namespace: str | None, name: str, options: DeleteOptions) -> KubeObject:
-        """Deletes the version it returns: a change made meanwhile is a conflict, not lost silently."""
-        obj = await self.views.get(info, namespace, name)
-        if obj is None:
-            raise not_found(info, name)
-        options.check(info, obj)
-        if options.dry_run:
-            return obj
-        if options.propagation == "Orphan":
-            await orphan(self.views, info, obj)
-        with store_errors(info, name):
-            deleted = await self.views.store(info).delete_object(namespace, name, obj.metadata.resource_version)
+        """Deletes the version it returns, checked against the preconditions. A change made between
+        the read and the delete (a controller's status or finalizer write) is read again and the
+        delete retried, as kube-apiserver's guaranteed update does: a 409 only when a precondition
+        fails on the latest version."""
+        while True:
+            obj = await self.views.get(info, namespace, name)
+            if obj is None:
+                raise not_found(info, name)
+            options.check(info, obj)
+            if options.dry_run:
+                return obj
+            if options.propagation == "Orphan":
+                await orphan(self.views, info, obj)
+            with store_errors(info, name):
+                try:
+                    deleted = await self.views.store(info).delete_object(namespace, name, obj.metadata.resource_version)
+                    break
+                except ConflictError:
+                    log.debug("delete.retry", kind=info.kind, object=obj.namespaced_name())
         if deleted is None:
             raise not_found(info, name)
         if held(deleted.metadata):  # kube-apiserver's answer: the object, marked, still there
