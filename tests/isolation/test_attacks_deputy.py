@@ -29,7 +29,7 @@ from tests.isolation.attackers import (
     system_request,
     unchanged,
 )
-from tests.registration.harness import RegistrationHub
+from tests.registration.harness import RegistrationHub, answers_hub
 
 STREAMS = (*(f"KV_{b}" for b in ALL_CLUSTER_BUCKETS), "EVENTS")
 
@@ -126,8 +126,15 @@ async def test_deliveries_cannot_answer_the_hubs_requests_to_another(
         await release.wait()
         await msg.respond(b"from b")
 
+    async def probe(msg: Msg) -> None:
+        await msg.respond(b"here")
+
     await bystander.nc.subscribe(subject, cb=answer)
-    await bystander.settle()
+    # Subscribed after `subject` on the same link, so once the hub reaches the probe it reaches
+    # `subject` too (a subscription reaches the hub's server a moment after B's took it).
+    probed = f"clusternet.proxy.{bystander.namespace}.probe"
+    await bystander.nc.subscribe(probed, cb=probe)
+    await eventually(lambda: answers_hub(hub, bystander.namespace, probed), 10, what="B answers the hub")
     asking = asyncio.create_task(request_cluster(hub.nc, bystander.namespace, subject, b"", timeout=20))
     try:
         await eventually(lambda: asked, 10, what="B got the hub's request")
