@@ -31,7 +31,7 @@ from clusternet_nats.store import EventRecorder, Informer, ObjectStore, StatusSt
 from clusternet_nats.store.buckets import StoreLayout
 from clusternet_nats.store.informer import sharing_equal
 from clusternet_nats.store.intake import IntakeClient
-from clusternet_nats.store.tracecontext import bind_service
+from clusternet_nats.store.tracecontext import bind_service, export_nothing
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from pydantic import BaseModel
@@ -275,6 +275,8 @@ def run(name: str, options: CommonOptions, build: Builder) -> None:
     except TracingConfigError as err:
         log.error("service.tracing_misconfigured", service=name, error=str(err))
         raise SystemExit(2) from None
+    if tracing is None:
+        export_nothing()
 
     async def main() -> None:
         stop = asyncio.Event()
