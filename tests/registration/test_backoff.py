@@ -12,8 +12,8 @@ import pytest
 from clusternet_nats.api.subjects import AUTH_REQUEST
 from clusternet_nats.hub.registration import jwt
 from clusternet_nats.hub.registration.testing import RegistrationHub
-from clusternet_nats.runtime.backoff import Backoff
 from clusternet_nats.runtime.connection import Connection
+from clusternet_nats.store.backoff import Backoff
 from nats.aio.msg import Msg
 
 

@@ -186,3 +186,24 @@ def test_records_stored_alike_are_one_object_and_large_ones_are_not_kept() -> No
         shared(f"k{i}", json.dumps({"i": i}).encode(), 1)
     shared("ns1.desc", b'{"phase":"Success"}', 1)
     assert len(decoded) == 4 + EQUAL_VALUES_KEPT + 1, "the least recently met value was forgotten"
+
+
+async def test_a_resync_cuts_short_the_wait_after_failures(private_nats: NatsServer) -> None:
+    """Failed follows wait longer each time (jittered, store/backoff.py), so a fleet's informers do
+    not retry in step; a reconnect's resync still makes the next try at once, however long the
+    wait has grown."""
+    conn = Connection(private_nats.url, "test")
+    nc = await conn.connect()
+    js = nc.jetstream(timeout=1)
+    informer: Informer[bytes] = Informer(nc, js, "later", decode)  # no such bucket yet: every follow fails
+    await informer.start()
+    await eventually(lambda: informer._retry.attempt >= 6, 30, what="six failed follows")
+    assert informer._retry.window >= 3.2
+    await js.create_key_value(KeyValueConfig(bucket="later", history=1))
+    await JsonBucket(js, "later").create("k", b"v")
+    resynced = time.monotonic()
+    informer.resync()
+    await eventually(lambda: informer.get("k") == b"v", 10, what="synced after the resync")
+    assert time.monotonic() - resynced < 2.0, "the resync must not wait out the grown backoff"
+    await informer.stop()
+    await conn.close()

@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlsplit
 
 import nats
 import structlog
-from clusternet_nats.runtime.backoff import Backoff
+from clusternet_nats.store.backoff import Backoff
 from nats.aio.client import Client as NATS
 
 log = structlog.get_logger(__name__)

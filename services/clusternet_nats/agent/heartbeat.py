@@ -17,7 +17,7 @@ conflict or such an answer; a status that already says what it would write (anot
 added its own condition, or a restarted agent finds its last report) is taken as written, not
 written again. A new cluster's node inventory is created without reading it first (a restarted
 agent's create conflicts, and it compares then). A failed round is retried sooner than a period, after a wait drawn
-with full jitter from a window that starts at a second and doubles up to 30 s (runtime/backoff.py):
+with full jitter from a window that starts at a second and doubles up to 30 s (store/backoff.py):
 the thousands of clusters of a fleet that failed together (a hub restart, a store outage) do not
 retry together.
 """
@@ -36,9 +36,9 @@ from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
 from clusternet_nats.api.meta import set_condition, utcnow
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.domain.readiness import ready_condition
-from clusternet_nats.runtime.backoff import Backoff
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import ConflictError, ObjectStore, StatusStore, Versioned
+from clusternet_nats.store.backoff import Backoff
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from pydantic import ValidationError

@@ -36,9 +36,9 @@ from clusternet_nats.api.registration import (
     registration_subject,
 )
 from clusternet_nats.domain.names import registration_request_name
-from clusternet_nats.runtime.backoff import Backoff
 from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.runtime.service import CommonOptions
+from clusternet_nats.store.backoff import Backoff
 from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError

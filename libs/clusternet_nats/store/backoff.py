@@ -1,7 +1,7 @@
 """Waiting before trying again: exponential, capped, with full jitter, as client-go's and OCM's agents do.
 
-A fleet refused at one moment (the hub restarting, its auth callout behind, a registration timing
-out) must not come back at one moment, nor at any fixed pace: each wait is drawn uniformly from
+A fleet refused at one moment (the hub restarting, its auth callout behind, a registration or a
+consumer creation timing out) must not come back at one moment, nor at any fixed pace: each wait is drawn uniformly from
 [0, min(cap, base * 2**attempt)] ("full jitter"), so the retries of many clients spread over the
 window, and the window, hence the load they put on the hub, grows with every failure until `cap`.
 """
