@@ -207,3 +207,22 @@ async def test_a_resync_cuts_short_the_wait_after_failures(private_nats: NatsSer
     assert time.monotonic() - resynced < 2.0, "the resync must not wait out the grown backoff"
     await informer.stop()
     await conn.close()
+
+
+async def test_consumer_creations_that_time_out_leave_no_consumers_behind(private_nats: NatsServer) -> None:
+    """A JetStream API too slow for the client's timeout still makes the consumer: the retry takes
+    that one up (same name, same config), so a storm of timeouts does not pile consumers up on the
+    server (each would live until its inactive threshold)."""
+    conn = Connection(private_nats.url, "test")
+    nc = await conn.connect()
+    js = nc.jetstream()
+    await js.create_key_value(KeyValueConfig(bucket="things", history=1))
+    await JsonBucket(js, "things").create("k", b"v")
+    hurried = nc.jetstream(timeout=1e-6)  # every API answer comes too late
+    informer: Informer[bytes] = Informer(nc, hurried, "things", decode)
+    await informer.start()
+    await eventually(lambda: informer._retry.attempt >= 4, 30, what="four timed-out follows")
+    await informer.stop()
+    consumers = await js.consumers_info("KV_things")
+    assert len(consumers) == 1, [c.name for c in consumers]
+    await conn.close()

@@ -129,6 +129,8 @@ class Informer(Generic[T]):
         self._synced = asyncio.Event()
         self._reset = asyncio.Event()
         self._retry = Backoff(RETRY_BASE, RETRY_CAP)
+        self._consumer_base = nc.new_inbox().rsplit(".", 1)[-1]
+        self._consumers_made = 0
         self._task: asyncio.Task[None] | None = None
         self._log = log.bind(bucket=bucket, key_filter=key_filter)
 
@@ -259,9 +261,13 @@ class Informer(Generic[T]):
             config.opt_start_seq = self._last_seq + 1
         else:
             config.deliver_policy = DeliverPolicy.LAST_PER_SUBJECT
-        config.name = self.nc.new_inbox().rsplit(".", 1)[-1]
+        # The same name until a creation succeeds: a retry after a timeout takes up the consumer
+        # the server made meanwhile (the same config: created again, it is returned as it is),
+        # instead of leaving it behind until its inactive threshold.
+        config.name = f"{self._consumer_base}-{self._consumers_made}"
         config.filter_subject = self.subject_prefix + self.key_filter
         info = await self.js.add_consumer(self.stream, config)
+        self._consumers_made += 1
         reader = PullReader(self.nc, self.stream, config.name, _FETCH_BATCH, self.idle_poll, api_prefix(self.js))
         await reader.start()
         return reader, int(info.num_pending or 0), config.name
