@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections import deque
 from collections.abc import Callable, Sequence
 from urllib.parse import unquote, urlsplit
 
@@ -23,6 +24,10 @@ from clusternet_nats.store.backoff import Backoff
 from nats.aio.client import Client as NATS
 
 log = structlog.get_logger(__name__)
+
+ERRORS_KEPT = 64
+"""Errors a connection remembers, the latest: a link that stays down reports one per reconnect
+attempt, four a second (`reconnect_time_wait`), for as long as it is down."""
 
 
 def _redacted(url: str) -> str:
@@ -55,7 +60,8 @@ class Connection:
         self.inbox_prefix = inbox_prefix
         self.nc: NATS | None = None
         self._on_reconnect: list[Callable[[], None]] = []
-        self.errors: list[BaseException] = []
+        self.errors: deque[BaseException] = deque(maxlen=ERRORS_KEPT)
+        """The latest errors nats-py reported (tests read them)."""
 
     def on_reconnect(self, callback: Callable[[], None]) -> None:
         self._on_reconnect.append(callback)
