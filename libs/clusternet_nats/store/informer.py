@@ -208,7 +208,6 @@ class Informer(Generic[T]):
         while True:
             try:
                 await self._follow()
-                self._retry.reset()
             except asyncio.CancelledError:
                 raise
             except Exception as err:

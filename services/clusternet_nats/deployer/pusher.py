@@ -125,10 +125,10 @@ class Pusher:
 
     async def prune(self, cluster_key: str) -> None:
         """Tells a cluster everything it should hold, then pushes each of those again."""
-        cluster = self.caches.clusters.get(cluster_key)
-        status = self.cluster_statuses.get(cluster_key)
-        if cluster is None or not deployable_by_hub(cluster.spec.sync_mode, status.app_pusher if status else None):
+        target = self._target(split_key(cluster_key, namespaced=True)[0])
+        if target is None:
             return
+        cluster, _ = target
         keep = self._descriptions_in(cluster.namespace)
         await self._push(cluster, PRUNE, PruneRequest(keep=keep))
         for key in set(await self.statuses.bucket.keys(f"{cluster.namespace}.>")) - set(keep):
