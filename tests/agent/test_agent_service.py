@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import nats
 import nats.errors
 from clusternet_nats.agent.backends.base import ObjectRef
 from clusternet_nats.agent.backends.sim import SimCluster
@@ -24,7 +26,8 @@ from clusternet_nats.api.apps import (
 )
 from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterStatus
 from clusternet_nats.api.registry import by_kind
-from clusternet_nats.store import ObjectStore, StatusStore, list_events
+from clusternet_nats.runtime.service import CommonOptions
+from clusternet_nats.store import ObjectStore, StatusStore, ensure_buckets, list_events
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually
@@ -44,6 +47,8 @@ SERVICE = {
     "metadata": {"name": "web", "namespace": "shop"},
     "spec": {"ports": [{"port": 80}]},
 }
+OUTAGE = 65.0
+"""Seconds NATS is down at the agent's start: past the minute after which the first connection was given up."""
 SERVICE_REF = ObjectRef("v1", "Service", "shop", "web")
 DEPLOYMENT_REF = ObjectRef("apps/v1", "Deployment", "shop", "web")
 
@@ -253,3 +258,24 @@ async def test_a_helm_description_installs_a_simulated_release(nats_server: Nats
         await eventually(lambda: _both_reported(statuses, desc), 10, what="Helm Description Success")
         release = await sim(agent.clusters[0]).observed_status(ObjectRef(RELEASE_API_VERSION, "Release", "db", "mysql"))
         assert release == {"phase": "deployed", "version": 1}
+
+
+async def test_clusters_started_while_nats_is_down_for_over_a_minute_come_up_once_it_is_back() -> None:
+    """The first connection used to be given up after 60 s: the cluster's start raised, which
+    ended the start of every cluster of its process, and the process stayed up never ready."""
+    server = NatsServer()
+    cluster = Agent(options(sim_clusters=1)).clusters[0]
+    starting = asyncio.create_task(cluster.start(CommonOptions(nats_url=server.url, health_port=-1)))
+    try:
+        await asyncio.sleep(OUTAGE)  # the outage itself, not a synchronisation: nothing to wait on
+        assert not starting.done(), starting.exception()
+        server.start()
+        nc = await nats.connect(server.url)
+        await ensure_buckets(nc.jetstream())
+        await nc.close()
+        await asyncio.wait_for(starting, 30)
+        await eventually(lambda: cluster.ready, 30, what="the cluster registered and listening")
+    finally:
+        starting.cancel()
+        await cluster.stop()
+        server.cleanup()

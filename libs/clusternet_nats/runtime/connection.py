@@ -66,8 +66,9 @@ class Connection:
     def on_reconnect(self, callback: Callable[[], None]) -> None:
         self._on_reconnect.append(callback)
 
-    async def connect(self, timeout: float = 60.0) -> NATS:
-        deadline = asyncio.get_running_loop().time() + timeout
+    async def connect(self, timeout: float | None = 60.0) -> NATS:
+        """Connects, retrying with backoff for `timeout` seconds (None: until it does)."""
+        deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
         backoff = Backoff(0.1, self.retry_cap)
         while True:
             try:
@@ -99,7 +100,7 @@ class Connection:
                 log.info("nats.connected", url=f"{where.hostname}:{where.port}" if where else "?")
                 return self.nc
             except Exception as err:
-                if asyncio.get_running_loop().time() > deadline:
+                if deadline is not None and asyncio.get_running_loop().time() > deadline:
                     raise
                 log.info("nats.connect_retry", url=_redacted(self.url), error=repr(err))
                 await backoff.wait(deadline)

@@ -6,10 +6,17 @@ its own ServiceContext, so informers, queues and background jobs start and stop 
 every service relies on). Its log lines carry `cluster=<name>`: it runs inside bound context.
 Who deploys follows Clusternet's sync-mode rules (api/push.py): the Description controller
 when the agent pulls, the push responder when the hub pushes.
+
+A cluster's first connection is retried until it is made, never given up: in a process of
+simulated clusters one cluster failing to start would cancel its siblings' starts with it. The
+process's clusters connect through one gate, a few dozen at a time: a thousand handshakes at one
+instant on one event loop outlast the client's connect timeout, and each one timed out is done
+again, so the process would spend its start redoing them instead of finishing any.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 import structlog
@@ -30,6 +37,8 @@ from clusternet_nats.runtime.service import CommonOptions, ServiceContext
 from clusternet_nats.store.intake import IntakeClient
 
 COMPONENT = "clusternet-agent"
+CONNECTING_AT_ONCE = 32
+"""A process's clusters making their first connection at once, at most (see the module's docstring)."""
 
 log = structlog.get_logger(__name__)
 
@@ -52,6 +61,7 @@ class ClusterAgent:
         report_frequency: float,
         settings: StatusSettings | None = None,
         enrollment: Enrollment | None = None,
+        connecting: asyncio.Semaphore | None = None,
     ) -> None:
         self.identity = identity
         self.backend = backend
@@ -62,6 +72,8 @@ class ClusterAgent:
         self._conn: Connection | None = None
         self.enrollment = enrollment
         """Registration mode: how this cluster registers and reaches the hub (None: pre-provisioned)."""
+        self.connecting = connecting or asyncio.Semaphore(CONNECTING_AT_ONCE)
+        """Shared by the process's clusters: held while making the first connection."""
 
     @property
     def ready(self) -> bool:
@@ -72,7 +84,8 @@ class ClusterAgent:
         with structlog.contextvars.bound_contextvars(cluster=self.identity.name):
             await self.backend.start()
             self._conn = await self._connection(options)
-            nc = await self._conn.connect()
+            async with self.connecting:
+                nc = await self._conn.connect(timeout=None)
             # Registered: NATS lets this cluster use no JetStream; the hub's intake reads and writes for it.
             ident = self.identity
             intake = IntakeClient(nc, ident.cluster_id, ident.namespace) if self.enrollment is not None else None
