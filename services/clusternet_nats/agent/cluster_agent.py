@@ -9,9 +9,11 @@ when the agent pulls, the push responder when the hub pushes.
 
 A cluster's first connection is retried until it is made, never given up: in a process of
 simulated clusters one cluster failing to start would cancel its siblings' starts with it. The
-process's clusters connect through one gate, a few dozen at a time: a thousand handshakes at one
-instant on one event loop outlast the client's connect timeout, and each one timed out is done
-again, so the process would spend its start redoing them instead of finishing any.
+process's clusters start through one gate, a few dozen at a time, from their first connection to
+their informers' first listing: a thousand handshakes at one instant on one event loop outlast the
+client's connect timeout, and each one timed out is done again; ten thousand consumer creations at
+once on one stream queue behind its lock in nats-server (minutes each, seen at 10,000 clusters),
+time out, and are asked again. Either way the fleet spent its start redoing work, not finishing it.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ from clusternet_nats.runtime.service import CommonOptions, ServiceContext
 from clusternet_nats.store.intake import IntakeClient
 
 COMPONENT = "clusternet-agent"
-CONNECTING_AT_ONCE = 32
-"""A process's clusters making their first connection at once, at most (see the module's docstring)."""
+STARTING_AT_ONCE = 32
+"""A process's clusters connecting and listing at once, at most (see the module's docstring)."""
 
 log = structlog.get_logger(__name__)
 
@@ -61,7 +63,7 @@ class ClusterAgent:
         report_frequency: float,
         settings: StatusSettings | None = None,
         enrollment: Enrollment | None = None,
-        connecting: asyncio.Semaphore | None = None,
+        starting: asyncio.Semaphore | None = None,
     ) -> None:
         self.identity = identity
         self.backend = backend
@@ -72,8 +74,8 @@ class ClusterAgent:
         self._conn: Connection | None = None
         self.enrollment = enrollment
         """Registration mode: how this cluster registers and reaches the hub (None: pre-provisioned)."""
-        self.connecting = connecting or asyncio.Semaphore(CONNECTING_AT_ONCE)
-        """Shared by the process's clusters: held while making the first connection."""
+        self.starting = starting or asyncio.Semaphore(STARTING_AT_ONCE)
+        """Shared by the process's clusters: held from the first connection to the first listing."""
 
     @property
     def ready(self) -> bool:
@@ -83,36 +85,40 @@ class ClusterAgent:
     async def start(self, options: CommonOptions) -> None:
         with structlog.contextvars.bound_contextvars(cluster=self.identity.name):
             await self.backend.start()
-            self._conn = await self._connection(options)
-            async with self.connecting:
-                nc = await self._conn.connect(timeout=None)
-            # Registered: NATS lets this cluster use no JetStream; the hub's intake reads and writes for it.
-            ident = self.identity
-            intake = IntakeClient(nc, ident.cluster_id, ident.namespace) if self.enrollment is not None else None
-            self.ctx = ServiceContext(COMPONENT, options, self._conn, nc, intake)
-            settings = self.settings
-            pulls = deployable_by_agent(self.identity.sync_mode, settings.app_pusher)
-            if pulls:
-                DescriptionController(self.ctx, self.identity, self.backend)
-            self.ctx.run_forever(ProxyServer(nc, self.identity, self.backend.apiserver()).serve)
-            if settings.app_pusher:
-                applier = DescriptionApplier(self.backend)
-                if not pulls:  # the hub deploys: drift is put back from what it pushed
-                    applier = PushedApplier(self.backend)
-                    PushedRecovery(self.ctx, self.identity, applier)
-                self.ctx.run_forever(PushResponder(self.ctx, self.identity, applier).serve)
-            collector = StatusCollector(
-                self.backend,
-                settings.collect_frequency,
-                self.report_frequency,
-                settings.app_pusher,
-                settings.aggregation,
-            )
-            self.ctx.run_forever(collector.run)
-            self.heartbeat = Heartbeat(self.ctx, self.identity, collector, self.report_frequency)
-            self.ctx.run_forever(self.heartbeat.run)
-            await self.ctx.start()
+            self._conn = await self._connection(options)  # registers first (registration.py has its own gate)
+            async with self.starting:
+                await self._connect_and_list(options, self._conn)
             log.info("agent.cluster_started", namespace=self.identity.namespace, sync_mode=self.identity.sync_mode)
+
+    async def _connect_and_list(self, options: CommonOptions, conn: Connection) -> None:
+        """Connects, wires the cluster's controllers and starts them (their informers listed)."""
+        nc = await conn.connect(timeout=None)
+        # Registered: NATS lets this cluster use no JetStream; the hub's intake reads and writes for it.
+        ident = self.identity
+        intake = IntakeClient(nc, ident.cluster_id, ident.namespace) if self.enrollment is not None else None
+        self.ctx = ServiceContext(COMPONENT, options, conn, nc, intake)
+        settings = self.settings
+        pulls = deployable_by_agent(self.identity.sync_mode, settings.app_pusher)
+        if pulls:
+            DescriptionController(self.ctx, self.identity, self.backend)
+        self.ctx.run_forever(ProxyServer(nc, self.identity, self.backend.apiserver()).serve)
+        if settings.app_pusher:
+            applier = DescriptionApplier(self.backend)
+            if not pulls:  # the hub deploys: drift is put back from what it pushed
+                applier = PushedApplier(self.backend)
+                PushedRecovery(self.ctx, self.identity, applier)
+            self.ctx.run_forever(PushResponder(self.ctx, self.identity, applier).serve)
+        collector = StatusCollector(
+            self.backend,
+            settings.collect_frequency,
+            self.report_frequency,
+            settings.app_pusher,
+            settings.aggregation,
+        )
+        self.ctx.run_forever(collector.run)
+        self.heartbeat = Heartbeat(self.ctx, self.identity, collector, self.report_frequency)
+        self.ctx.run_forever(self.heartbeat.run)
+        await self.ctx.start()
 
     async def _connection(self, options: CommonOptions) -> Connection:
         name = f"{COMPONENT}/{self.identity.name}"

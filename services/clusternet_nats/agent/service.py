@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 from clusternet_nats.agent.backends.sim import SimCluster, Sizing
-from clusternet_nats.agent.cluster_agent import CONNECTING_AT_ONCE, ClusterAgent, StatusSettings
+from clusternet_nats.agent.cluster_agent import STARTING_AT_ONCE, ClusterAgent, StatusSettings
 from clusternet_nats.agent.heartbeat import DEFAULT_REPORT_FREQUENCY
 from clusternet_nats.agent.identity import ClusterIdentity, simulated_clusters, single_cluster
 from clusternet_nats.agent.registration import Enrollment, RegistrationSettings
@@ -96,7 +96,7 @@ class Agent:
             log.warning("agent.no_helm", detail="no --helm-binary, no helm on PATH: charts recorded, not rendered")
         # one renderer for every simulated cluster: a chart with the same values renders once
         renderer = Renderer(helm, options.state_dir / "helm" if options.state_dir else None) if helm else None
-        connecting = asyncio.Semaphore(CONNECTING_AT_ONCE)
+        starting = asyncio.Semaphore(STARTING_AT_ONCE)
         self.clusters = [
             ClusterAgent(
                 ident,
@@ -104,7 +104,7 @@ class Agent:
                 options.report_frequency,
                 options.status,
                 options.enrollment(ident),
-                connecting,
+                starting,
             )
             for ident in options.identities()
         ]
