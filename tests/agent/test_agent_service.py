@@ -11,6 +11,8 @@ from typing import Any
 
 import nats
 import nats.errors
+import pytest
+from clusternet_nats.agent import service as agent_service
 from clusternet_nats.agent.backends.base import ObjectRef
 from clusternet_nats.agent.backends.sim import SimCluster
 from clusternet_nats.agent.backends.sim.cluster import RELEASE_API_VERSION
@@ -279,3 +281,28 @@ async def test_clusters_started_while_nats_is_down_for_over_a_minute_come_up_onc
         starting.cancel()
         await cluster.stop()
         server.cleanup()
+
+
+async def test_a_process_starts_its_clusters_a_few_at_a_time(
+    nats_server: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the first connection to the first listing: ten thousand consumer creations at once
+    queued in nats-server for minutes, and a thousand handshakes outlasted the connect timeout."""
+    monkeypatch.setattr(agent_service, "STARTING_AT_ONCE", 3)
+    agent = Agent(options(sim_clusters=12))
+    at_once, most = 0, 0
+    started = ClusterAgent._connect_and_list
+
+    async def counted(self: ClusterAgent, *args: Any) -> None:
+        nonlocal at_once, most
+        at_once += 1
+        most = max(most, at_once)
+        try:
+            await started(self, *args)
+        finally:
+            at_once -= 1
+
+    monkeypatch.setattr(ClusterAgent, "_connect_and_list", counted)
+    async with running_service("agent", agent.build, nats_server.url):
+        await eventually(lambda: all(c.ready for c in agent.clusters), 30, what="every cluster ready")
+    assert most == 3, f"{most} clusters started at once"
