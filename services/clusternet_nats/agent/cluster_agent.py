@@ -12,8 +12,8 @@ simulated clusters one cluster failing to start would cancel its siblings' start
 process's clusters start through one gate, a few dozen at a time, from their first connection to
 their informers' first listing: a thousand handshakes at one instant on one event loop outlast the
 client's connect timeout, and each one timed out is done again; ten thousand consumer creations at
-once on one stream queue behind its lock in nats-server (minutes each, seen at 10,000 clusters),
-time out, and are asked again. Either way the fleet spent its start redoing work, not finishing it.
+once on one stream queue in nats-server (one took minutes in a 10,000-cluster start), time out,
+and are asked again. Either way the fleet spent its start redoing work, not finishing it.
 """
 
 from __future__ import annotations
