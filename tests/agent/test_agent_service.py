@@ -12,11 +12,12 @@ from typing import Any
 import nats
 import nats.errors
 import pytest
+from clusternet_nats.agent import cluster_agent
 from clusternet_nats.agent import service as agent_service
 from clusternet_nats.agent.backends.base import ObjectRef
 from clusternet_nats.agent.backends.sim import SimCluster
 from clusternet_nats.agent.backends.sim.cluster import RELEASE_API_VERSION
-from clusternet_nats.agent.cluster_agent import ClusterAgent
+from clusternet_nats.agent.cluster_agent import COMPONENT, ClusterAgent
 from clusternet_nats.agent.service import Agent, AgentOptions
 from clusternet_nats.api.apps import (
     ChartReference,
@@ -28,7 +29,7 @@ from clusternet_nats.api.apps import (
 )
 from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterStatus
 from clusternet_nats.api.registry import by_kind
-from clusternet_nats.runtime.service import CommonOptions
+from clusternet_nats.runtime.service import CommonOptions, ServiceContext
 from clusternet_nats.store import ObjectStore, StatusStore, ensure_buckets, list_events
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
@@ -291,18 +292,44 @@ async def test_a_process_starts_its_clusters_a_few_at_a_time(
     monkeypatch.setattr(agent_service, "STARTING_AT_ONCE", 3)
     agent = Agent(options(sim_clusters=12))
     at_once, most = 0, 0
-    started = ClusterAgent._connect_and_list
+    connect, listed = ClusterAgent._connect, ServiceContext.start
 
-    async def counted(self: ClusterAgent, *args: Any) -> None:
+    async def connecting(self: ClusterAgent, *args: Any) -> asyncio.Task[None]:
         nonlocal at_once, most
         at_once += 1
         most = max(most, at_once)
-        try:
-            await started(self, *args)
-        finally:
+        return await connect(self, *args)
+
+    async def listing(self: ServiceContext) -> None:
+        nonlocal at_once
+        await listed(self)
+        if self.name == COMPONENT:  # a cluster's, not the process's own
             at_once -= 1
 
-    monkeypatch.setattr(ClusterAgent, "_connect_and_list", counted)
+    monkeypatch.setattr(ClusterAgent, "_connect", connecting)
+    monkeypatch.setattr(ServiceContext, "start", listing)
     async with running_service("agent", agent.build, nats_server.url):
         await eventually(lambda: all(c.ready for c in agent.clusters), 30, what="every cluster ready")
     assert most == 3, f"{most} clusters started at once"
+
+
+async def test_a_cluster_that_cannot_list_leaves_the_gate_to_the_others(
+    nats_server: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One cluster whose hub never lets it list (refused, say) must not hold the rest of its
+    process back: it leaves the gate after STARTING_HOLD and goes on trying outside it."""
+    monkeypatch.setattr(agent_service, "STARTING_AT_ONCE", 1)
+    monkeypatch.setattr(cluster_agent, "STARTING_HOLD", 0.5)
+    agent = Agent(options(sim_clusters=3))
+    stuck, *others = agent.clusters
+    listed = ServiceContext.start
+
+    async def listing(self: ServiceContext) -> None:
+        if self is stuck.ctx:
+            await asyncio.Event().wait()  # never lists
+        await listed(self)
+
+    monkeypatch.setattr(ServiceContext, "start", listing)
+    async with running_service("agent", agent.build, nats_server.url):
+        await eventually(lambda: all(c.ready for c in others), 30, what="the other clusters ready")
+        assert not stuck.ready

@@ -41,6 +41,9 @@ from clusternet_nats.store.intake import IntakeClient
 COMPONENT = "clusternet-agent"
 STARTING_AT_ONCE = 32
 """A process's clusters connecting and listing at once, at most (see the module's docstring)."""
+STARTING_HOLD = 30.0
+"""Seconds a cluster holds the gate while it lists, at most: one that cannot (its hub refuses it)
+must not keep the rest of its process from starting."""
 
 log = structlog.get_logger(__name__)
 
@@ -87,11 +90,19 @@ class ClusterAgent:
             await self.backend.start()
             self._conn = await self._connection(options)  # registers first (registration.py has its own gate)
             async with self.starting:
-                await self._connect_and_list(options, self._conn)
+                listing = await self._connect(options, self._conn)
+                try:
+                    # A cluster that cannot list (its hub refusing it) leaves the gate after a while.
+                    await asyncio.wait({listing}, timeout=STARTING_HOLD)
+                except BaseException:
+                    listing.cancel()
+                    raise
+            await listing
             log.info("agent.cluster_started", namespace=self.identity.namespace, sync_mode=self.identity.sync_mode)
 
-    async def _connect_and_list(self, options: CommonOptions, conn: Connection) -> None:
-        """Connects, wires the cluster's controllers and starts them (their informers listed)."""
+    async def _connect(self, options: CommonOptions, conn: Connection) -> asyncio.Task[None]:
+        """Connects, wires the cluster's controllers and starts them: the task that ends once
+        their informers have listed."""
         nc = await conn.connect(timeout=None)
         # Registered: NATS lets this cluster use no JetStream; the hub's intake reads and writes for it.
         ident = self.identity
@@ -118,7 +129,7 @@ class ClusterAgent:
         self.ctx.run_forever(collector.run)
         self.heartbeat = Heartbeat(self.ctx, self.identity, collector, self.report_frequency)
         self.ctx.run_forever(self.heartbeat.run)
-        await self.ctx.start()
+        return asyncio.ensure_future(self.ctx.start())
 
     async def _connection(self, options: CommonOptions) -> Connection:
         name = f"{COMPONENT}/{self.identity.name}"
