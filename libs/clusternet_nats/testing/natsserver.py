@@ -269,6 +269,49 @@ class NatsCluster:
         peers = len(meta.get("replicas") or []) + 1
         return str(meta["leader"]) if meta.get("leader") and peers == len(self.servers) else None
 
+    def wait_current(self, timeout: float = 60.0) -> None:
+        """Returns once every replicated stream and consumer has a leader whose every replica is
+        current. A server started again is back in the meta group well before its replicas have
+        caught up; killing another one in between leaves those groups without a quorum."""
+        deadline = time.monotonic() + timeout
+        while True:
+            lagging = self._lagging()
+            if not lagging:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"replicas not current after {timeout}s: {sorted(lagging)[:10]}")
+            time.sleep(0.1)
+
+    def _lagging(self) -> set[str]:
+        """Groups (stream or stream/consumer) without a leader, or whose leader sees a replica behind."""
+        seen: set[str] = set()
+        led: set[str] = set()
+        lagging: set[str] = set()
+        for server in self.servers:
+            if server.proc is None:
+                continue
+            url = f"http://127.0.0.1:{server.monitor_port}/jsz?accounts=true&streams=true&consumers=true"
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    detail = json.loads(resp.read())
+            except (OSError, ValueError):
+                return {f"server {server.server_name} unreachable"}
+            for account in detail.get("account_details") or []:
+                for stream in account.get("stream_detail") or []:
+                    groups = [(stream["name"], stream.get("cluster") or {})]
+                    groups += [
+                        (f"{stream['name']}/{consumer['name']}", consumer.get("cluster") or {})
+                        for consumer in stream.get("consumer_detail") or []
+                    ]
+                    for name, cluster in groups:
+                        seen.add(name)
+                        if cluster.get("leader") != server.server_name:
+                            continue
+                        led.add(name)
+                        if not all(replica.get("current") for replica in cluster.get("replicas") or []):
+                            lagging.add(name)
+        return lagging | (seen - led)
+
     def stop(self) -> None:
         for server in self.servers:
             server.stop()
