@@ -226,3 +226,20 @@ async def test_consumer_creations_that_time_out_leave_no_consumers_behind(privat
     consumers = await js.consumers_info("KV_things")
     assert len(consumers) == 1, [c.name for c in consumers]
     await conn.close()
+
+
+async def test_ends_once_its_connection_is_closed_for_good(private_nats: NatsServer) -> None:
+    """A connection closed on purpose is never reopened, so an informer its owner did not stop in
+    time (a shutdown step past its bound) ends rather than retrying on it for good."""
+    conn = Connection(private_nats.url, "test")
+    nc = await conn.connect()
+    js = nc.jetstream()
+    await js.create_key_value(KeyValueConfig(bucket="closing", history=1))
+    informer: Informer[bytes] = Informer(nc, js, "closing", decode, idle_poll=1.5)
+    await informer.start()
+    await informer.wait_synced(5)
+    await conn.close()
+    task = informer._task
+    assert task is not None
+    await eventually(task.done, 10, what="the informer's loop ended")
+    assert task.exception() is None

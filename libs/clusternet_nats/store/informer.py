@@ -211,6 +211,11 @@ class Informer(Generic[T]):
             except asyncio.CancelledError:
                 raise
             except Exception as err:
+                if self.nc.is_closed:
+                    # Closed on purpose (services reconnect forever): nothing left to follow. An
+                    # owner whose stop timed out would otherwise leave this loop retrying for good.
+                    self._log.info("informer.connection_closed")
+                    return
                 self._log.info("informer.reconnecting", error=repr(err), detail=getattr(err, "description", None))
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._reset.wait(), self._retry.next_delay())
