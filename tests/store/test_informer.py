@@ -5,12 +5,12 @@ import time
 
 from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.store import Informer, JsonBucket
-from clusternet_nats.store.informer import EQUAL_VALUE_MAX_BYTES, EQUAL_VALUES_KEPT, sharing_equal
+from clusternet_nats.store.informer import EQUAL_VALUE_MAX_BYTES, EQUAL_VALUES_KEPT, NAME_TRIES, sharing_equal
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
-from nats.js.api import KeyValueConfig
+from nats.js.api import AckPolicy, ConsumerConfig, KeyValueConfig
 
 
 def decode(_key: str, data: bytes, _rev: int) -> bytes:
@@ -210,9 +210,9 @@ async def test_a_resync_cuts_short_the_wait_after_failures(private_nats: NatsSer
 
 
 async def test_consumer_creations_that_time_out_leave_no_consumers_behind(private_nats: NatsServer) -> None:
-    """A JetStream API too slow for the client's timeout still makes the consumer: the retry takes
-    that one up (same name, same config), so a storm of timeouts does not pile consumers up on the
-    server (each would live until its inactive threshold)."""
+    """A JetStream API too slow for the client's timeout still makes the consumer: a retry takes
+    that one up (same name, same config), so a storm of timeouts leaves one consumer per
+    NAME_TRIES creations on the server (each lives until its inactive threshold), not one each."""
     conn = Connection(private_nats.url, "test")
     nc = await conn.connect()
     js = nc.jetstream()
@@ -223,8 +223,30 @@ async def test_consumer_creations_that_time_out_leave_no_consumers_behind(privat
     await informer.start()
     await eventually(lambda: informer._retry.attempt >= 4, 30, what="four timed-out follows")
     await informer.stop()
+    tried = informer._retry.attempt
     consumers = await js.consumers_info("KV_things")
-    assert len(consumers) == 1, [c.name for c in consumers]
+    assert 0 < len(consumers) <= -(-tried // NAME_TRIES), ([c.name for c in consumers], tried)
+    await conn.close()
+
+
+async def test_a_consumer_name_that_keeps_failing_is_given_up(private_nats: NatsServer) -> None:
+    """In a JetStream cluster, a creation placed on a server that then died fails again on every
+    retry of its name while that server is down. The informer moves to a new name after
+    NAME_TRIES; here the name is made to fail for good by a consumer under it that no update
+    can turn into the informer's (another ack policy)."""
+    conn = Connection(private_nats.url, "test")
+    nc = await conn.connect()
+    js = nc.jetstream()
+    await js.create_key_value(KeyValueConfig(bucket="things", history=1))
+    await JsonBucket(js, "things").create("k", b"v")
+    informer: Informer[bytes] = Informer(nc, js, "things", decode)
+    name = f"{informer._consumer_base}-0"
+    taken = ConsumerConfig(name=name, durable_name=name, ack_policy=AckPolicy.EXPLICIT, mem_storage=True)
+    await js.add_consumer("KV_things", taken)
+    await informer.start()
+    await informer.wait_synced(15)
+    assert informer.get("k") == b"v"
+    await informer.stop()
     await conn.close()
 
 

@@ -71,6 +71,13 @@ start together, and the JetStream API, slow under that storm, times their consum
 (6,877 of 10,000 simulated clusters at once in one start): retried within a second each, in step,
 they came back as one storm. A reconnect cuts the wait short (`resync`)."""
 DEFAULT_IDLE_POLL = 30.0
+NAME_TRIES = 2
+"""Consumer creations tried under one name before the next name. A retry after a timeout takes
+up the consumer the server made meanwhile (same name, same config: it is returned as it is)
+instead of leaving it behind until its inactive threshold. But not forever: in a JetStream
+cluster, a creation placed on a server that then died is proposed again, to the same dead
+server, on every retry of its name (seen: an informer failing for over a minute with two of
+three servers up). A consumer left behind expires after its inactive threshold."""
 EQUAL_VALUES_KEPT = 256
 """Distinct small values `sharing_equal` remembers, the least recently met forgotten first."""
 EQUAL_VALUE_MAX_BYTES = 4096
@@ -131,6 +138,7 @@ class Informer(Generic[T]):
         self._retry = Backoff(RETRY_BASE, RETRY_CAP)
         self._consumer_base = nc.new_inbox().rsplit(".", 1)[-1]
         self._consumers_made = 0
+        self._name_tries = 0
         self._task: asyncio.Task[None] | None = None
         self._log = log.bind(bucket=bucket, key_filter=key_filter)
 
@@ -265,16 +273,23 @@ class Informer(Generic[T]):
             config.opt_start_seq = self._last_seq + 1
         else:
             config.deliver_policy = DeliverPolicy.LAST_PER_SUBJECT
-        # The same name until a creation succeeds: a retry after a timeout takes up the consumer
-        # the server made meanwhile (the same config: created again, it is returned as it is),
-        # instead of leaving it behind until its inactive threshold.
         config.name = f"{self._consumer_base}-{self._consumers_made}"
         config.filter_subject = self.subject_prefix + self.key_filter
-        info = await self.js.add_consumer(self.stream, config)
-        self._consumers_made += 1
+        try:
+            info = await self.js.add_consumer(self.stream, config)
+        except Exception:
+            self._name_tries += 1
+            if self._name_tries >= NAME_TRIES:
+                self._next_consumer_name()
+            raise
+        self._next_consumer_name()
         reader = PullReader(self.nc, self.stream, config.name, _FETCH_BATCH, self.idle_poll, api_prefix(self.js))
         await reader.start()
         return reader, int(info.num_pending or 0), config.name
+
+    def _next_consumer_name(self) -> None:
+        self._consumers_made += 1
+        self._name_tries = 0
 
     async def _delivered_by_hub(self, intake: IntakeClient) -> tuple[PullReader, int, bool]:
         """Subscribes where the hub's consumer delivers, then asks the hub to start it."""
