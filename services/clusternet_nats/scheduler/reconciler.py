@@ -399,7 +399,10 @@ class SubscriptionScheduler:
         if self.bindings.get(key) == binding:
             self._written[key] = binding
             return False
-        await self.store.put(key, binding, self.bindings.revision(key))
+        revision = await self.store.put(key, binding, self.bindings.revision(key))
+        # Known at once, not at its echo: a reconcile right after (another change of the same
+        # Subscription) must not write it again as new, nor over a revision it has replaced.
+        self.bindings.learn(key, binding, revision)
         self._written[key] = binding
         return True
 
