@@ -400,10 +400,10 @@ class SubscriptionScheduler:
             self._written[key] = binding
             return False
         revision = await self.store.put(key, binding, self.bindings.revision(key))
+        self._written[key] = binding  # first: what learn tells `_binding_changed` is then ours
         # Known at once, not at its echo: a reconcile right after (another change of the same
         # Subscription) must not write it again as new, nor over a revision it has replaced.
         self.bindings.learn(key, binding, revision)
-        self._written[key] = binding
         return True
 
     async def _not_scheduled(
