@@ -31,6 +31,7 @@ from clusternet_nats.store.kv import JsonBucket, is_deletion
 from clusternet_nats.testing.system import HUB_SIDE_SERVICES, ServiceProcess, System
 from clusternet_nats.testing.waiting import eventually
 from nats.js.api import DeliverPolicy
+from nats.js.errors import ServiceUnavailableError
 from prometheus_client.parser import text_string_to_metric_families
 
 from ..e2e.conftest import HubClient, cnet
@@ -179,7 +180,7 @@ def _partitions_owned(process: ServiceProcess) -> int:
 async def taken_over(system: System, service: str) -> dict[str, str] | None:
     try:
         held = await holders(system, service)
-    except nats.errors.TimeoutError:
+    except (nats.errors.TimeoutError, ServiceUnavailableError):
         return None  # the leases stream is electing a leader (a server was killed): ask again
     return held if len(held) == DEFAULT_PARTITIONS and f"{service}-2" not in held.values() else None
 
