@@ -21,6 +21,7 @@ import time
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 MAX_PAYLOAD = 8 * 1024 * 1024
 
@@ -259,13 +260,20 @@ class NatsCluster:
                 raise TimeoutError(f"no JetStream meta leader agreed on after {timeout}s: {leaders}")
             time.sleep(0.05)
 
-    def _meta_leader(self, server: NatsServer) -> str | None:
-        url = f"http://127.0.0.1:{server.monitor_port}/jsz"
+    @staticmethod
+    def _jsz(server: NatsServer, query: str = "", timeout: float = 0.5) -> dict[str, Any] | None:
+        """The server's JetStream monitoring page, or None while it does not answer."""
         try:
-            with urllib.request.urlopen(url, timeout=0.5) as resp:
-                meta = json.loads(resp.read()).get("meta_cluster") or {}
+            with urllib.request.urlopen(f"http://127.0.0.1:{server.monitor_port}/jsz{query}", timeout=timeout) as resp:
+                return dict(json.loads(resp.read()))
         except (OSError, ValueError):
             return None
+
+    def _meta_leader(self, server: NatsServer) -> str | None:
+        jsz = self._jsz(server)
+        if jsz is None:
+            return None
+        meta = jsz.get("meta_cluster") or {}
         peers = len(meta.get("replicas") or []) + 1
         return str(meta["leader"]) if meta.get("leader") and peers == len(self.servers) else None
 
@@ -290,11 +298,8 @@ class NatsCluster:
         for server in self.servers:
             if server.proc is None:
                 continue
-            url = f"http://127.0.0.1:{server.monitor_port}/jsz?accounts=true&streams=true&consumers=true"
-            try:
-                with urllib.request.urlopen(url, timeout=2) as resp:
-                    detail = json.loads(resp.read())
-            except (OSError, ValueError):
+            detail = self._jsz(server, "?accounts=true&streams=true&consumers=true", timeout=2)
+            if detail is None:
                 return {f"server {server.server_name} unreachable"}
             for account in detail.get("account_details") or []:
                 for stream in account.get("stream_detail") or []:
