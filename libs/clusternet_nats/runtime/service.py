@@ -20,7 +20,7 @@ import structlog
 from aiohttp import web
 from clusternet_nats.api.meta import KubeObject
 from clusternet_nats.api.registry import KindInfo
-from clusternet_nats.runtime import heap
+from clusternet_nats.runtime import eventloop, heap
 from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.runtime.health import serve_health
 from clusternet_nats.runtime.logging import configure_logging
@@ -253,7 +253,7 @@ async def serve(
     await ctx.start()
     heap.settle()
     trimming = asyncio.create_task(heap.return_freed())
-    log.info("service.started", service=name)
+    log.info("service.started", service=name, event_loop=type(asyncio.get_running_loop()).__module__)
     try:
         await stop.wait()
     finally:
@@ -286,7 +286,7 @@ def run(name: str, options: CommonOptions, build: Builder) -> None:
         await serve(name, options, build, stop)
 
     try:
-        asyncio.run(main())
+        eventloop.run(main())
     finally:
         if tracing is not None:
             tracing.shutdown()  # sends the spans still buffered

@@ -1,6 +1,5 @@
 """`python -m clusternet_nats.agent`: the agent of one child cluster, or of N simulated ones."""
 
-import asyncio
 import dataclasses
 import resource
 from pathlib import Path
@@ -22,6 +21,7 @@ from clusternet_nats.agent.registration import RegistrationSettings, registered_
 from clusternet_nats.agent.service import SERVICE, Agent, AgentOptions, Backend, with_cluster_id
 from clusternet_nats.api.clusters import ClusterSyncMode
 from clusternet_nats.api.meta import Taint
+from clusternet_nats.runtime import eventloop
 from clusternet_nats.runtime.options import with_common_options
 from clusternet_nats.runtime.service import CommonOptions, run
 
@@ -169,10 +169,10 @@ def agent(
         raise typer.BadParameter(str(err)) from None
     if registration is not None:
         # Registration files the cluster id, so the kube backend's is read from the cluster first.
-        built = Agent(asyncio.run(with_cluster_id(options)))
+        built = Agent(eventloop.run(with_cluster_id(options)))
         first = built.options.enrollment(built.options.identities()[0])
         assert first is not None
-        common = asyncio.run(registered_process(common, first))
+        common = eventloop.run(registered_process(common, first))
     run(SERVICE, common, built.build)
 
 
