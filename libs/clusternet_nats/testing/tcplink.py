@@ -39,12 +39,19 @@ class TcpLink:
         self._writers.clear()
 
     async def _relay(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        # Known from its accept on, so a cut while its far side is still being dialled resets it
+        # too (it outlived the cut otherwise: a child's leaf, reconnecting then, stayed linked).
+        self._writers.add(client_writer)
         try:
             server_reader, server_writer = await asyncio.open_connection(*self.target)
         except OSError:
+            self._writers.discard(client_writer)
             client_writer.transport.abort()
             return
-        self._writers |= {client_writer, server_writer}
+        if client_writer not in self._writers:  # cut meanwhile
+            server_writer.transport.abort()
+            return
+        self._writers.add(server_writer)
         await asyncio.gather(self._pipe(client_reader, server_writer), self._pipe(server_reader, client_writer))
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
