@@ -17,7 +17,8 @@ from clusternet_nats.agent import service as agent_service
 from clusternet_nats.agent.backends.base import ObjectRef
 from clusternet_nats.agent.backends.sim import SimCluster
 from clusternet_nats.agent.backends.sim.cluster import RELEASE_API_VERSION
-from clusternet_nats.agent.cluster_agent import COMPONENT, ClusterAgent
+from clusternet_nats.agent.cluster_agent import SERVICE as AGENT_SERVICE
+from clusternet_nats.agent.cluster_agent import ClusterAgent
 from clusternet_nats.agent.service import Agent, AgentOptions
 from clusternet_nats.api.apps import (
     ChartReference,
@@ -303,7 +304,7 @@ async def test_a_process_starts_its_clusters_a_few_at_a_time(
     async def listing(self: ServiceContext) -> None:
         nonlocal at_once
         await listed(self)
-        if self.name == COMPONENT:  # a cluster's, not the process's own
+        if self.name == AGENT_SERVICE:  # a cluster's, not the process's own
             at_once -= 1
 
     monkeypatch.setattr(ClusterAgent, "_connect", connecting)

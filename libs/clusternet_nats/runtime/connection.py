@@ -107,15 +107,27 @@ class Connection:
 
     async def close(self, drain: bool = True) -> None:
         """Drains (what was received is handled, what was sent flushed), or, for a connection
-        whose last request was answered, just closes: no unsubscribes, no round trip."""
-        if self.nc is not None and not self.nc.is_closed:
-            if not drain:
-                await self.nc.close()
-                return
+        whose last request was answered, just closes: no unsubscribes, no round trip.
+
+        Never raises, and leaves nothing running. nats-py's close flushes what was buffered
+        while reconnecting; over a link cut under it that flush raises (ConnectionResetError),
+        and its close stops there: the client stayed half closed, its reconnect loop and its
+        subscriptions' tasks running for good (seen: an in-process agent stopped while cut off,
+        dialling a dead server through every later test)."""
+        nc = self.nc
+        if nc is None or nc.is_closed:
+            return
+        if drain:
             try:
-                await asyncio.wait_for(self.nc.drain(), 5)
+                await asyncio.wait_for(nc.drain(), 5)
+                return
             except Exception:
-                await self.nc.close()
+                pass  # closed below
+        try:
+            await nc.close()
+        except Exception as err:
+            log.info("nats.close_failed", error=repr(err))
+        _end_leftovers(nc)
 
     async def _error(self, err: Exception) -> None:
         self.errors.append(err)
@@ -128,3 +140,15 @@ class Connection:
         log.info("nats.reconnected")
         for callback in self._on_reconnect:
             callback()
+
+
+def _end_leftovers(nc: NATS) -> None:
+    """Cancels what a close that stopped early leaves behind (nats-py has no public way)."""
+    tasks = [getattr(nc, "_reconnection_task", None)]
+    tasks += [getattr(sub, "_wait_for_msgs_task", None) for sub in getattr(nc, "_subs", {}).values()]
+    for task in tasks:
+        if task is not None and not task.done():
+            task.cancel()
+    transport = getattr(nc, "_transport", None)
+    if transport is not None:
+        transport.close()

@@ -226,7 +226,7 @@ STOP_TIMEOUT = 10.0
 """Seconds each shutdown step may take before the service goes on without it."""
 
 
-async def _bounded(step: Awaitable[None], what: str, service: str, timeout: float) -> None:
+async def bounded(step: Awaitable[None], what: str, service: str, timeout: float = STOP_TIMEOUT) -> None:
     """Awaits one shutdown step for at most `timeout`: a component that hangs on stop (or swallows
     its cancellation) must not keep the process from exiting on SIGTERM; it is logged, and left."""
     task = asyncio.ensure_future(step)
@@ -259,10 +259,10 @@ async def serve(
     finally:
         trimming.cancel()
         log.info("service.stopping", service=name)
-        await _bounded(ctx.stop(), "components", name, stop_timeout)
+        await bounded(ctx.stop(), "components", name, stop_timeout)
         if runner is not None:
-            await _bounded(runner.cleanup(), "health server", name, stop_timeout)
-        await _bounded(conn.close(), "nats connection", name, stop_timeout)
+            await bounded(runner.cleanup(), "health server", name, stop_timeout)
+        await bounded(conn.close(), "nats connection", name, stop_timeout)
         log.info("service.stopped", service=name)
 
 

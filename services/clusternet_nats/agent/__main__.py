@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from clusternet_nats.agent.backends.sim import Sizing
 from clusternet_nats.agent.backends.sim.nodes import parse_taints_cycle
-from clusternet_nats.agent.cluster_agent import StatusSettings
+from clusternet_nats.agent.cluster_agent import SERVICE, StatusSettings
 from clusternet_nats.agent.collector import (
     DEFAULT_COLLECT_FREQUENCY,
     DEFAULT_LABEL_PREFIXES,
@@ -18,7 +18,7 @@ from clusternet_nats.agent.collector import (
 from clusternet_nats.agent.heartbeat import DEFAULT_REPORT_FREQUENCY
 from clusternet_nats.agent.identity import parse_labels, parse_labels_cycle
 from clusternet_nats.agent.registration import RegistrationSettings, registered_process
-from clusternet_nats.agent.service import SERVICE, Agent, AgentOptions, Backend, with_cluster_id
+from clusternet_nats.agent.service import Agent, AgentOptions, Backend, with_cluster_id
 from clusternet_nats.api.clusters import ClusterSyncMode
 from clusternet_nats.api.meta import Taint
 from clusternet_nats.runtime import eventloop

@@ -35,10 +35,10 @@ from clusternet_nats.agent.registration import Enrollment
 from clusternet_nats.api.push import deployable_by_agent
 from clusternet_nats.api.registration import inbox_prefix
 from clusternet_nats.runtime.connection import Connection
-from clusternet_nats.runtime.service import CommonOptions, ServiceContext
+from clusternet_nats.runtime.service import CommonOptions, ServiceContext, bounded
 from clusternet_nats.store.intake import IntakeClient
 
-COMPONENT = "clusternet-agent"
+SERVICE = "clusternet-agent"
 STARTING_AT_ONCE = 32
 """A process's clusters connecting and listing at once, at most (see the module's docstring)."""
 STARTING_HOLD = 30.0
@@ -107,7 +107,7 @@ class ClusterAgent:
         # Registered: NATS lets this cluster use no JetStream; the hub's intake reads and writes for it.
         ident = self.identity
         intake = IntakeClient(nc, ident.cluster_id, ident.namespace) if self.enrollment is not None else None
-        self.ctx = ServiceContext(COMPONENT, options, conn, nc, intake)
+        self.ctx = ServiceContext(SERVICE, options, conn, nc, intake)
         settings = self.settings
         pulls = deployable_by_agent(self.identity.sync_mode, settings.app_pusher)
         if pulls:
@@ -132,7 +132,7 @@ class ClusterAgent:
         return asyncio.ensure_future(self.ctx.start())
 
     async def _connection(self, options: CommonOptions) -> Connection:
-        name = f"{COMPONENT}/{self.identity.name}"
+        name = f"{SERVICE}/{self.identity.name}"
         if self.enrollment is None:
             return Connection(options.nats_url, name, options.nats_creds)
         url = await self.enrollment.connect_url(options.nats_url)
@@ -140,10 +140,12 @@ class ClusterAgent:
 
     async def stop(self) -> None:
         with structlog.contextvars.bound_contextvars(cluster=self.identity.name):
+            # Each step bounded, as a service's are (runtime/service.py): one that hangs is logged
+            # by name and the rest still run, down to its leaf node's process.
             if self.ctx is not None:
-                await self.ctx.stop()
-            await self.backend.close()
+                await bounded(self.ctx.stop(), "components", SERVICE)
+            await bounded(self.backend.close(), "backend", SERVICE)
             if self._conn is not None:
-                await self._conn.close()
+                await bounded(self._conn.close(), "nats connection", SERVICE)
             if self.enrollment is not None:
-                await self.enrollment.close()
+                await bounded(self.enrollment.close(), "registration and leaf node", SERVICE)

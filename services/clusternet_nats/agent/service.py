@@ -29,7 +29,6 @@ from clusternet_nats.runtime.service import CommonOptions, ServiceContext
 if TYPE_CHECKING:
     from clusternet_nats.agent.backends.kube import KubeCluster
 
-SERVICE = "clusternet-agent"
 DEFAULT_SIM_PREFIX = "sim"
 
 log = structlog.get_logger(__name__)
@@ -132,7 +131,7 @@ class Agent:
             results = await asyncio.gather(*(c.stop() for c in self.clusters), return_exceptions=True)
             for cluster, result in zip(self.clusters, results, strict=True):
                 if isinstance(result, BaseException):
-                    log.warning("agent.stop_failed", cluster=cluster.identity.name, error=repr(result))
+                    log.warning("agent.stop_failed", cluster=cluster.identity.name, error=repr(result), exc_info=result)
 
     async def _kube_cluster(self) -> ClusterAgent:
         """A real cluster's id is the cluster's own (as Clusternet's), so its agent is built once it answers."""
