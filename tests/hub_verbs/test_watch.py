@@ -198,9 +198,7 @@ async def test_a_watch_asked_for_tables_sends_table_rows(http: aiohttp.ClientSes
     assert [row["cells"][0] for row in (first["object"]["rows"] + second["object"]["rows"])] == ["t1", "t2"]
 
 
-async def test_a_client_going_away_ends_its_watch(
-    served_hub: ServedHub, js: JetStreamContext, unique_ns: str
-) -> None:
+async def test_a_client_going_away_ends_its_watch(served_hub: ServedHub, js: JetStreamContext, unique_ns: str) -> None:
     info = by_kind("Subscription")
     watched = f"{JsonBucket(js, info.bucket).prefix}{unique_ns}.>"
 
@@ -235,3 +233,51 @@ async def test_an_unreadable_object_is_left_out_and_the_watch_goes_on(
         event = await _next(stream)
     assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "after")
     await bucket.delete(f"{unique_ns}.broken")
+
+
+@pytest.mark.parametrize("selector", [{"fieldSelector": "metadata.name=gone"}, {}, {"labelSelector": "app=web"}])
+async def test_a_deletion_between_the_list_and_the_watch_is_heard(
+    http: aiohttp.ClientSession, unique_ns: str, selector: dict[str, str]
+) -> None:
+    """The object is gone from the watch's own read, and its bucket keeps nothing before the deletion
+    marker: still the client, which holds it from its list, hears DELETED (`cnet wait --for=delete`
+    waited out its timeout without)."""
+    await create(http, unique_ns, "gone")
+    version = await _list_version(http, unique_ns)
+    async with http.delete(subs_path(unique_ns, "gone")) as resp:
+        assert resp.status == 200
+    params = {"watch": "true", "resourceVersion": version, **selector}
+    async with http.get(subs_path(unique_ns), params=params) as resp:
+        event = await _next(events(resp))
+    assert event["type"] == "DELETED"
+    assert event["object"]["metadata"] | {"resourceVersion": ""} == {
+        "name": "gone",
+        "namespace": unique_ns,
+        "resourceVersion": "",
+    }
+    assert event["object"]["kind"] == "Subscription"
+
+
+async def test_a_resumed_watch_sends_no_deletion_of_what_it_saw_not_match(
+    http: aiohttp.ClientSession, unique_ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An object the watch saw created outside its selector was never the client's: its deletion
+    is not sent."""
+    monkeypatch.setattr(hub_watch, "BOOKMARK_SECONDS", 0.05)
+    await create(http, unique_ns, "before")  # the position is one the bucket still holds
+    version = await _list_version(http, unique_ns)
+    params = {"watch": "true", "resourceVersion": version, "labelSelector": "app=web", "allowWatchBookmarks": "true"}
+    async with http.get(subs_path(unique_ns), params=params) as resp:
+        stream = events(resp)
+        created = int((await create(http, unique_ns, "other"))["metadata"]["resourceVersion"])
+        seen = await _next(stream)  # bookmarks until the watch has read past the creation
+        while seen["type"] == "BOOKMARK" and int(seen["object"]["metadata"]["resourceVersion"].split(".")[0]) < created:
+            seen = await _next(stream)
+        assert seen["type"] == "BOOKMARK"
+        async with http.delete(subs_path(unique_ns, "other")) as deleted:
+            assert deleted.status == 200
+        await create(http, unique_ns, "web")
+        event = await _next(stream)
+        while event["type"] == "BOOKMARK":
+            event = await _next(stream)
+    assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "web")

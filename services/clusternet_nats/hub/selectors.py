@@ -40,9 +40,15 @@ class ObjectSelector:
         return next((value for field, equal, value in self.fields if field == "metadata.name" and equal), None)
 
     def matches(self, obj: KubeObject) -> bool:
-        values = {"metadata.name": obj.name, "metadata.namespace": obj.metadata.namespace or ""}
-        fields_match = all((values[field] == value) == equal for field, equal, value in self.fields)
-        return fields_match and self.labels.matches(obj.metadata.labels or {})
+        return self.may_match(obj.metadata.namespace or "", obj.name) and self.labels.matches(
+            obj.metadata.labels or {}
+        )
+
+    def may_match(self, namespace: str, name: str) -> bool:
+        """Whether the fields select an object of this name, whatever its labels (a deleted one's
+        are not kept)."""
+        values = {"metadata.name": name, "metadata.namespace": namespace}
+        return all((values[field] == value) == equal for field, equal, value in self.fields)
 
 
 def object_selector(query: Mapping[str, str]) -> ObjectSelector:

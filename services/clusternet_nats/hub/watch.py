@@ -11,6 +11,13 @@ A change to status or bindings is a MODIFIED of the object as users see it. An o
 or leaving a selector is ADDED or DELETED, as on kube-apiserver. Unset or "0": the current state
 as ADDED first. Too old: `410 Gone` (Expired). The stream ends on `timeoutSeconds`, client
 disconnect, and hub shutdown.
+
+Resuming, the client is taken to hold what matches now and was not changed since its position. An
+object deleted after that position and before this watch's read is not in that read, and its bucket
+keeps only the deletion marker (history 1), so whether the client holds it is unknown: its DELETED,
+carrying only its name, is sent whenever the field selector takes that name. A client ignores the
+deletion of an object it does not hold, but would never hear again of one it missed (`cnet wait
+--for=delete` waited out its timeout so).
 """
 
 from __future__ import annotations
@@ -229,11 +236,15 @@ class _Stream:
         self._columns_sent = False
         self.positions: list[int] = []
         self._held: dict[str, dict[str, Any]] = {}  # key -> the object last sent
+        self._known: set[str] | None = None  # resumed: keys whose holding is certain
 
     def prime(self, objects: list[KubeObject]) -> None:
         """Objects the client holds already (it resumes from a list or an earlier watch)."""
+        self._known = set()
         for obj in objects:
-            self._held[self._key(obj)] = obj.to_json_dict()
+            key = self._key(obj)
+            self._held[key] = obj.to_json_dict()
+            self._known.add(key)
 
     def _key(self, obj: KubeObject) -> str:
         namespace = obj.metadata.namespace if self.info.namespaced else None
@@ -252,11 +263,21 @@ class _Stream:
     def apply(self, index: int, change: Change, obj: KubeObject | None) -> dict[str, Any] | None:
         """The event `change` makes for this client (None: nothing it needs to hear)."""
         self.positions[index] = change.revision
+        namespace, name = split_key(change.key, self.info.namespaced)
+        # A spec change (a write or a deletion) settles what a resumed client holds of the key.
+        unheard = index == 0 and self._known is not None and self._learn(f"{namespace}.{name}" if namespace else name)
         if obj is not None:
             return self.changed(obj)
         if index == 0 and change.data is None:
-            return self.deleted(*split_key(change.key, self.info.namespaced))
+            return self.deleted(namespace, name, unheard)
         return None  # status of an object not (or no longer) there
+
+    def _learn(self, key: str) -> bool:
+        """Marks the key's holding as certain; whether it was not (resumed, and not seen until now)."""
+        assert self._known is not None
+        unheard = key not in self._known
+        self._known.add(key)
+        return unheard
 
     def changed(self, obj: KubeObject) -> dict[str, Any] | None:
         key = self._key(obj)
@@ -267,10 +288,14 @@ class _Stream:
         self._held[key] = body
         return {"type": kind, "object": body}
 
-    def deleted(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def deleted(self, namespace: str, name: str, unheard: bool) -> dict[str, Any] | None:
+        """DELETED of an object the client holds, or may (`unheard`: it was gone before this watch read)."""
         held = self._held.pop(f"{namespace}.{name}" if namespace else name, None)
         if held is None:
-            return None
+            if not unheard or not self.selector.may_match(namespace, name):
+                return None
+            metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
+            held = {"apiVersion": self.info.api_version, "kind": self.info.kind, "metadata": metadata}
         return {"type": "DELETED", "object": self._versioned(held)}
 
     def bookmark(self) -> dict[str, Any]:
