@@ -29,7 +29,7 @@ from clusternet_nats.runtime.partitions import Partitions, ReplicaOptions
 from clusternet_nats.runtime.tracing import TracingConfigError, configure_tracing
 from clusternet_nats.store import EventRecorder, Informer, ObjectStore, StatusStore, WorkQueue, ensure_buckets
 from clusternet_nats.store.buckets import StoreLayout
-from clusternet_nats.store.informer import sharing_equal
+from clusternet_nats.store.informer import DEFAULT_IDLE_POLL, sharing_equal
 from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.store.tracecontext import bind_service, export_nothing
 from nats.aio.client import Client as NATS
@@ -65,9 +65,17 @@ class ServiceContext:
     """What a service builds its reconcilers from; owns their informers and queues."""
 
     def __init__(
-        self, name: str, options: CommonOptions, conn: Connection, nc: NATS, intake: IntakeClient | None = None
+        self,
+        name: str,
+        options: CommonOptions,
+        conn: Connection,
+        nc: NATS,
+        intake: IntakeClient | None = None,
+        idle_poll: float = DEFAULT_IDLE_POLL,
     ) -> None:
         self.name = name
+        self.idle_poll = idle_poll
+        """How long its informers' pull requests linger (store/informer.py: FLEET_IDLE_POLL for an agent's)."""
         self.options = options
         self.conn = conn
         self.nc = nc
@@ -113,7 +121,9 @@ class ServiceContext:
         an informer of its own (a decode nobody else could share)."""
         if shared_as is not None and (found := self._shared.get((bucket, key_filter, shared_as))) is not None:
             return found
-        informer: Informer[T] = Informer(self.nc, self.js, bucket, decode, key_filter, intake=self.intake)
+        informer: Informer[T] = Informer(
+            self.nc, self.js, bucket, decode, key_filter, idle_poll=self.idle_poll, intake=self.intake
+        )
         self.informers.append(informer)  # type: ignore[arg-type]
         if shared_as is not None:
             self._shared[(bucket, key_filter, shared_as)] = informer

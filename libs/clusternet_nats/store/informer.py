@@ -12,8 +12,9 @@ stream itself was reset (its last sequence is behind ours), it relists from scra
 the keys that vanished.
 
 An idle informer costs the server one pull request per `idle_poll` seconds (30 s by default)
-and an idle heartbeat every third of that, not a poll a second: with thousands of agents each
-following its own Descriptions, idle load must stay small.
+and an idle heartbeat every third of that, not a poll a second. An agent's informers, one per
+cluster of a fleet, poll every 90 s (`FLEET_IDLE_POLL`): a heartbeat every 30 s, as the hub's
+consumer for a registered cluster sends them (api/intake.py: DELIVERY_HEARTBEAT says why).
 
 A registered cluster's informer is confined: it may not use JetStream at all (api/intake.py says
 why), so it asks the hub's intake to (re)start the consumer that delivers its Descriptions from
@@ -71,6 +72,7 @@ start together, and the JetStream API, slow under that storm, times their consum
 (6,877 of 10,000 simulated clusters at once in one start): retried within a second each, in step,
 they came back as one storm. A reconnect cuts the wait short (`resync`)."""
 DEFAULT_IDLE_POLL = 30.0
+FLEET_IDLE_POLL = 3 * DELIVERY_HEARTBEAT
 NAME_TRIES = 2
 """Consumer creations tried under one name before the next name. A retry after a timeout takes
 up the consumer the server made meanwhile (same name, same config: it is returned as it is)

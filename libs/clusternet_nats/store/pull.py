@@ -29,6 +29,7 @@ import json
 import sys
 
 import structlog
+from clusternet_nats.api.intake import DELIVERY_HEARTBEAT
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
@@ -58,7 +59,7 @@ class PullReader:
         self.stream, self.consumer = stream, consumer
         self.batch = batch
         self.expires = expires
-        self.heartbeat = max(0.5, min(15.0, expires / 3))
+        self.heartbeat = max(0.5, min(DELIVERY_HEARTBEAT, expires / 3))
         # `$JS.<domain>.API` when JetStream is the hub's, reached across a leaf node.
         self._next_subject = f"{api_prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer}"
         self._inbox = nc.new_inbox()

@@ -36,6 +36,7 @@ from clusternet_nats.api.push import deployable_by_agent
 from clusternet_nats.api.registration import inbox_prefix
 from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.runtime.service import CommonOptions, ServiceContext, bounded
+from clusternet_nats.store.informer import FLEET_IDLE_POLL
 from clusternet_nats.store.intake import IntakeClient
 
 SERVICE = "clusternet-agent"
@@ -107,7 +108,7 @@ class ClusterAgent:
         # Registered: NATS lets this cluster use no JetStream; the hub's intake reads and writes for it.
         ident = self.identity
         intake = IntakeClient(nc, ident.cluster_id, ident.namespace) if self.enrollment is not None else None
-        self.ctx = ServiceContext(SERVICE, options, conn, nc, intake)
+        self.ctx = ServiceContext(SERVICE, options, conn, nc, intake, idle_poll=FLEET_IDLE_POLL)
         settings = self.settings
         pulls = deployable_by_agent(self.identity.sync_mode, settings.app_pusher)
         if pulls:
