@@ -35,7 +35,7 @@ from clusternet_nats.hub.errors import ApiError, bad_request
 from clusternet_nats.hub.selectors import ObjectSelector
 from clusternet_nats.hub.tables import table, table_version
 from clusternet_nats.store.errors import UndecodableError
-from clusternet_nats.store.keys import namespace_filter, split_key
+from clusternet_nats.store.keys import namespace_filter, object_key, split_key
 from clusternet_nats.store.views import ObjectViews
 from clusternet_nats.store.watch import BucketGone, Change, bucket_revision, watch_bucket
 from nats.js import JetStreamContext
@@ -235,20 +235,18 @@ class _Stream:
         self.table_version = table_version  # objects as one-row Tables (`kubectl get -w`), if asked
         self._columns_sent = False
         self.positions: list[int] = []
-        self._held: dict[str, dict[str, Any]] = {}  # key -> the object last sent
-        self._known: set[str] | None = None  # resumed: keys whose holding is certain
+        self._held: dict[str, dict[str, Any]] = {}  # store key -> the object last sent
+        self._known: set[str] | None = None  # resumed: store keys whose holding is certain
 
     def prime(self, objects: list[KubeObject]) -> None:
         """Objects the client holds already (it resumes from a list or an earlier watch)."""
-        self._known = set()
         for obj in objects:
-            key = self._key(obj)
-            self._held[key] = obj.to_json_dict()
-            self._known.add(key)
+            self._held[self._key(obj)] = obj.to_json_dict()
+        self._known = set(self._held)
 
     def _key(self, obj: KubeObject) -> str:
-        namespace = obj.metadata.namespace if self.info.namespaced else None
-        return f"{namespace}.{obj.name}" if namespace else obj.name
+        """The object's store key, as its changes name it."""
+        return object_key(obj.metadata.namespace if self.info.namespaced else None, obj.name)
 
     def _versioned(self, body: dict[str, Any]) -> dict[str, Any]:
         body.setdefault("metadata", {})["resourceVersion"] = format_version(tuple(self.positions))
@@ -263,21 +261,20 @@ class _Stream:
     def apply(self, index: int, change: Change, obj: KubeObject | None) -> dict[str, Any] | None:
         """The event `change` makes for this client (None: nothing it needs to hear)."""
         self.positions[index] = change.revision
-        namespace, name = split_key(change.key, self.info.namespaced)
         # A spec change (a write or a deletion) settles what a resumed client holds of the key.
-        unheard = index == 0 and self._known is not None and self._learn(f"{namespace}.{name}" if namespace else name)
+        unheard = index == 0 and self._settle(change.key)
         if obj is not None:
             return self.changed(obj)
         if index == 0 and change.data is None:
-            return self.deleted(namespace, name, unheard)
+            return self.deleted(change.key, unheard)
         return None  # status of an object not (or no longer) there
 
-    def _learn(self, key: str) -> bool:
-        """Marks the key's holding as certain; whether it was not (resumed, and not seen until now)."""
-        assert self._known is not None
-        unheard = key not in self._known
+    def _settle(self, key: str) -> bool:
+        """Marks a resumed client's holding of `key` as known; True if it was not until now."""
+        if self._known is None or key in self._known:
+            return False
         self._known.add(key)
-        return unheard
+        return True
 
     def changed(self, obj: KubeObject) -> dict[str, Any] | None:
         key = self._key(obj)
@@ -288,10 +285,11 @@ class _Stream:
         self._held[key] = body
         return {"type": kind, "object": body}
 
-    def deleted(self, namespace: str, name: str, unheard: bool) -> dict[str, Any] | None:
+    def deleted(self, key: str, unheard: bool) -> dict[str, Any] | None:
         """DELETED of an object the client holds, or may (`unheard`: it was gone before this watch read)."""
-        held = self._held.pop(f"{namespace}.{name}" if namespace else name, None)
+        held = self._held.pop(key, None)
         if held is None:
+            namespace, name = split_key(key, self.info.namespaced)
             if not unheard or not self.selector.may_match(namespace, name):
                 return None
             metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
