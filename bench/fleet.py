@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import json
 import os
 import resource
 import signal
@@ -47,7 +49,7 @@ from pathlib import Path
 
 import nats
 import psutil
-from clusternet_nats.api.apps import Description
+from clusternet_nats.api.apps import Description, Subscription
 from clusternet_nats.api.clusters import ManagedClusterStatus
 from clusternet_nats.api.intake import BUCKET_HEADER, PUT
 from clusternet_nats.api.registry import by_kind
@@ -63,7 +65,14 @@ from clusternet_nats.testing.reference import load_average, publish_async_rate
 from clusternet_nats.testing.securehub import SecureHub
 from clusternet_nats.testing.system import ServiceProcess, ensure_admin_token, wait_ready
 from nats.aio.msg import Msg
-from rollout import MANIFESTS, bucket, completed, last_sequence, written  # bench/rollout.py, beside this
+from rollout import (  # bench/rollout.py, beside this
+    MANIFESTS,
+    SUBSCRIPTION_KEY,
+    bucket,
+    completed,
+    last_sequence,
+    written,
+)
 
 HUB_SIDE = ("hub", "scheduler", "deployer", "predictor")
 CLUSTER_STATUS_BUCKET = by_kind("ManagedCluster").status_bucket
@@ -241,13 +250,16 @@ async def main(args: argparse.Namespace) -> int:
             rolled_out = None
             if args.rollout:
                 config = directory / "cnet-config"
-                hub = cnet_config.Cluster(server=f"https://127.0.0.1:{hub_port}",
-                                          certificate_authority=str(directory / "hub-certs" / "ca.crt"))
+                hub = cnet_config.Cluster(
+                    server=f"https://127.0.0.1:{hub_port}",
+                    certificate_authority=str(directory / "hub-certs" / "ca.crt"),
+                )
                 cnet_config.write_context(config, "fleet", hub, cnet_config.User(token=admin))
                 everyone = {**hub_side, **{a.name: p for a, p in zip(fleet, agent_procs, strict=True)}}
                 rolled_out = await secured_rollout(secure.url("hub"), config, directory, clusters, everyone, args)
                 if rolled_out is None:
-                    return 1
+                    tails = "\n".join(f"--- {p.name}\n{p.log_tail(10)}" for p in processes)
+                    print(f"the services' logs end:\n{tails}")
 
             reference = await publish_async_rate(secure.url("hub"))
             print(f"reference: nats-py publish_async {reference:.0f} msgs/s on the same server")
@@ -286,12 +298,42 @@ async def main(args: argparse.Namespace) -> int:
                         "heartbeats_per_s": "reports sent (heartbeats plus status writes), counted on the wire",
                     },
                 )
+            if args.rollout and rolled_out is None:
+                return 1  # the fleet's own figures are recorded above; the rollout's failure is printed
         finally:
             for proc in reversed(processes):
                 await asyncio.to_thread(proc.stop)
             await nc.close()
             secure.server.cleanup()
     return 0
+
+
+async def rollout_progress(url: str) -> str:
+    """What the store holds of the rollout: its Descriptions, their statuses by phase, and the
+    Subscription's status, so that a rollout that never completes says where it stopped."""
+    nc = await nats.connect(url)
+    try:
+        js = nc.jetstream()
+        descriptions = await js.key_value(bucket(Description))
+        statuses = await js.key_value(bucket(Description, status=True))
+        written_keys = set(await descriptions.keys())
+        status_keys = await statuses.keys()
+        phases: collections.Counter[str] = collections.Counter()
+        for start in range(0, len(status_keys), 256):
+            for entry in await asyncio.gather(*(statuses.get(key) for key in status_keys[start : start + 256])):
+                phases[json.loads(entry.value or b"{}").get("phase", "none")] += 1
+        unreported = sorted(written_keys - set(status_keys))
+        subscription = await js.key_value(bucket(Subscription, status=True))
+        status = json.loads((await subscription.get(SUBSCRIPTION_KEY)).value or b"{}")
+        return (
+            f"{len(written_keys)} Descriptions, statuses {dict(phases)}, {len(unreported)} without a status"
+            f" {unreported[:10]}; the Subscription's status: completedReleases {status.get('completedReleases')}"
+            f" of desiredReleases {status.get('desiredReleases')}"
+        )
+    except (nats.errors.Error, OSError) as err:
+        return f"(not readable: {err!r})"
+    finally:
+        await nc.close()
 
 
 async def secured_rollout(
@@ -317,6 +359,7 @@ async def secured_rollout(
     outcome = await completed(url, clusters, started + args.timeout)
     if outcome is None:
         print(f"FAILED: the Subscription's status did not count {clusters} clusters completed in {args.timeout:.0f} s")
+        print(f"  the store shows {await rollout_progress(url)}")
         return None
     seconds = outcome[0] - started
     spent = {name: c - cpu0[name] for name, c in cpu_seconds(processes).items()}
@@ -328,8 +371,11 @@ async def secured_rollout(
     print(f"secured rollout: apply -> all {outcome[1]} Descriptions Success: {seconds:.2f} s (load {load_average()})")
     print(f"  Descriptions written: {len(stamps)}, {rate:,.0f}/s over {span:.2f} s")
     print(f"  CPU seconds meanwhile: {hub_side} agents {agents}")
-    return {"rollout_s": round(seconds, 2), "descriptions_per_s": round(rate, 1),
-            "rollout_cpu_s": {**hub_side, "agents": agents}}
+    return {
+        "rollout_s": round(seconds, 2),
+        "descriptions_per_s": round(rate, 1),
+        "rollout_cpu_s": {**hub_side, "agents": agents},
+    }
 
 
 if __name__ == "__main__":

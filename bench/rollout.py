@@ -219,7 +219,11 @@ def _progress(system: System) -> str:
 
 async def completed(url: str, clusters: int | None, deadline: float) -> tuple[float, int] | None:
     """(monotonic time, clusters bound) once the Subscription's status counts every cluster of
-    its binding completed; None at `deadline`."""
+    its binding completed; None at `deadline`.
+
+    Watched, and also read whenever the watch has been quiet for 5 s: a watch that missed the
+    last write (its consumer reset under load) would otherwise wait out the deadline on a
+    status that was already complete."""
     nc = await nats.connect(url.split(","))
     try:
         js = nc.jetstream()
@@ -230,7 +234,10 @@ async def completed(url: str, clusters: int | None, deadline: float) -> tuple[fl
             try:
                 entry = await updates.updates(timeout=min(left, 5.0))  # type: ignore[no-untyped-call]
             except nats.errors.TimeoutError:
-                continue
+                try:
+                    entry = await statuses.get(SUBSCRIPTION_KEY)
+                except nats.js.errors.KeyNotFoundError:
+                    continue
             if entry is None or not entry.value:
                 continue
             done = json.loads(entry.value).get("completedReleases", 0)
