@@ -1,0 +1,26 @@
+"""bench/fanout.py: the bus-alone fan-out bench runs end to end, for both kinds of consumer, and
+every consumer receives its cluster's write (its figures are only worth printing if so)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FANOUT_PY = Path(__file__).resolve().parents[2] / "bench" / "fanout.py"
+
+
+@pytest.mark.parametrize("consumer", ["push", "pull"])
+def test_every_consumer_delivers_its_write(consumer: str) -> None:
+    run = subprocess.run(
+        [sys.executable, str(FANOUT_PY), "--clusters", "25", "--consumer", consumer, "--idle", "0", "--timeout", "60"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert run.returncode == 0, run.stderr
+    assert re.search(r"25 writes: [\d,]+/s over [\d.]+ s; every consumer delivered", run.stdout), run.stdout
+    assert re.search(r"raw reference: nats-py publish_async [\d,]+ msgs/s", run.stdout), run.stdout
