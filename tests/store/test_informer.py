@@ -11,6 +11,7 @@ from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, KeyValueConfig
+from nats.js.errors import ServerError
 
 
 def decode(_key: str, data: bytes, _rev: int) -> bytes:
@@ -117,7 +118,17 @@ async def test_relists_when_the_stream_was_recreated(private_nats: NatsServer) -
     await informer.start()
     await informer.wait_synced(5)
     await js.delete_key_value("things")
-    await js.create_key_value(KeyValueConfig(bucket="things", history=1))
+
+    async def recreated() -> bool:
+        # nats-server removes a deleted stream's files in the background and may refuse the
+        # same name meanwhile ("error creating store for stream", seen once in CI).
+        try:
+            await js.create_key_value(KeyValueConfig(bucket="things", history=1))
+        except ServerError:
+            return False
+        return True
+
+    await eventually(recreated, 10, what="the bucket made again under its old name")
     bucket = JsonBucket(js, "things")
     await bucket.create("fresh", b"new")
     informer.resync()

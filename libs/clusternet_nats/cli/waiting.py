@@ -10,7 +10,6 @@ namespace is the cluster's), printed whenever any of it changes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from clusternet_nats.api.labels import CLUSTER_NAME, SUBS_NAME, SUBS_NAMESPACE
 from clusternet_nats.api.paths import collection_path
 from clusternet_nats.cli.client import HubClient, HubError, Object
 from clusternet_nats.cli.resources import Resource
+from clusternet_nats.store.cancelling import cancel_and_wait
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -172,11 +172,7 @@ async def _merged(*sources: AsyncIterator[Object]) -> AsyncIterator[None]:
                 raise item
             yield None
     finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(tasks)
 
 
 async def rollout(

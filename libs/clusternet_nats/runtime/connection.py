@@ -119,7 +119,8 @@ class Connection:
             return
         if drain:
             try:
-                await asyncio.wait_for(nc.drain(), 5)
+                async with asyncio.timeout(5):
+                    await nc.drain()
                 return
             except Exception:
                 pass  # closed below

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 import nats.errors
 import structlog
 from clusternet_nats.api.subjects import LEASES_BUCKET
+from clusternet_nats.store.cancelling import cancel_and_wait
 from clusternet_nats.store.errors import AlreadyExistsError, ConflictError
 from clusternet_nats.store.informer import Informer
 from clusternet_nats.store.kv import JsonBucket
@@ -164,9 +165,7 @@ class Partitions:
     async def stop(self) -> None:
         """Hands everything back: running reconciles finish (bounded), then the keys are deleted."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait([self._task])
             self._task = None
         held = dict(self._owned)
         self._owned.clear()

@@ -9,7 +9,6 @@ reports readiness on `/readyz` and stops everything in order on SIGTERM or Ctrl-
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -29,6 +28,7 @@ from clusternet_nats.runtime.partitions import Partitions, ReplicaOptions
 from clusternet_nats.runtime.tracing import TracingConfigError, configure_tracing
 from clusternet_nats.store import EventRecorder, Informer, ObjectStore, StatusStore, WorkQueue, ensure_buckets
 from clusternet_nats.store.buckets import StoreLayout
+from clusternet_nats.store.cancelling import cancel_and_wait
 from clusternet_nats.store.informer import DEFAULT_IDLE_POLL, sharing_equal
 from clusternet_nats.store.intake import IntakeClient
 from clusternet_nats.store.tracecontext import bind_service, export_nothing
@@ -209,11 +209,7 @@ class ServiceContext:
 
     async def stop(self) -> None:
         self.ready = False
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._tasks)
         if self.partitions is not None and self.queues:
             await self.partitions.stop()
         for queue in self.queues:

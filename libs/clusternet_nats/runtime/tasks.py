@@ -10,9 +10,10 @@ at a time in arrival order.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Coroutine
 from typing import Any
+
+from clusternet_nats.store.cancelling import cancel_and_wait
 
 
 class TaskPool:
@@ -36,12 +37,7 @@ class TaskPool:
 
     async def cancel(self) -> None:
         """Cancels what runs and waits for it, so nothing outlives its responder's connection."""
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(list(self._tasks))
 
     def __len__(self) -> int:
         return len(self._tasks)

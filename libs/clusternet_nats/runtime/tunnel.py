@@ -41,7 +41,8 @@ async def request_cluster(nc: NATS, namespace: str, subject: str, payload: bytes
     try:
         with request_span("cluster.request", subject) as headers:
             await nc.publish(subject, payload, reply=inbox, headers=headers or None)
-            msg = await asyncio.wait_for(answered, timeout)
+            async with asyncio.timeout(timeout):
+                msg = await answered
     finally:
         if not nc.is_closed:
             await sub.unsubscribe()

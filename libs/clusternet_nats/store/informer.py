@@ -49,6 +49,7 @@ import structlog
 from clusternet_nats.api.intake import DELIVERY_HEARTBEAT
 from clusternet_nats.api.registration import agent_consumer_name
 from clusternet_nats.store.backoff import Backoff
+from clusternet_nats.store.cancelling import cancel_and_wait
 from clusternet_nats.store.compact import share_field_sets
 from clusternet_nats.store.domain import api_prefix
 from clusternet_nats.store.errors import IntakeRefusedError, UndecodableError
@@ -201,7 +202,8 @@ class Informer(Generic[T]):
             self._task = asyncio.create_task(self._run(), name=f"informer:{self.bucket}")
 
     async def wait_synced(self, timeout: float | None = None) -> None:
-        await asyncio.wait_for(self._synced.wait(), timeout)
+        async with asyncio.timeout(timeout):
+            await self._synced.wait()
 
     def resync(self) -> None:
         """Asks for a new consumer now (called on reconnect, so recovery does not wait a poll)."""
@@ -209,9 +211,7 @@ class Informer(Generic[T]):
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait([self._task])
             self._task = None
 
     async def _run(self) -> None:
@@ -227,8 +227,9 @@ class Informer(Generic[T]):
                     self._log.info("informer.connection_closed")
                     return
                 self._log.info("informer.reconnecting", error=repr(err), detail=getattr(err, "description", None))
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._reset.wait(), self._retry.next_delay())
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self._retry.next_delay()):
+                        await self._reset.wait()
 
     async def _follow(self) -> None:
         self._reset.clear()

@@ -173,10 +173,11 @@ async def publish_pipelined(
     try:
         for subject, data, headers in publishes:
             if room.locked():
-                await asyncio.wait_for(room.acquire(), WRITE_TIMEOUT)
+                async with asyncio.timeout(WRITE_TIMEOUT):
+                    await room.acquire()
             else:
-                # Not through wait_for, which yields (a task and a timer per message): the
-                # publishes of one batch then reach the socket in a write each, not together.
+                # With room, acquiring neither yields nor needs a timer (wait_for, used here
+                # before, yielded per message): a batch's publishes reach the socket together.
                 await room.acquire()
             reply, future = inbox.expect(room)
             acks[reply] = future

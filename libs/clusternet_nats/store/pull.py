@@ -93,7 +93,8 @@ class PullReader:
             if self._outstanding <= 0:
                 await self._request()
             try:
-                msg = await asyncio.wait_for(self._queue.get(), 2 * self.heartbeat + 1.0)
+                async with asyncio.timeout(2 * self.heartbeat + 1.0):
+                    msg = await self._queue.get()
             except TimeoutError:
                 raise ConsumerGoneError(f"no heartbeat for {2 * self.heartbeat + 1.0:.1f}s") from None
             msgs = self._accept(msg)

@@ -26,6 +26,7 @@ import itertools
 from collections.abc import Awaitable, Callable
 
 import structlog
+from clusternet_nats.store.cancelling import cancel_and_wait
 from clusternet_nats.store.tracecontext import carried, span
 from opentelemetry.context import Context
 
@@ -156,11 +157,7 @@ class WorkQueue:
     async def stop(self) -> None:
         for timer in self._retry_timers.values():
             timer.cancel()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
 
     async def _work(self) -> None:

@@ -22,4 +22,5 @@ async def running_service(name: str, build: Builder, nats_url: str, stream_repli
         yield
     finally:
         stop.set()
-        await asyncio.wait_for(task, 45)  # serve bounds each of its three shutdown steps to 10 s
+        async with asyncio.timeout(45):  # serve bounds each of its three shutdown steps to 10 s
+            await task

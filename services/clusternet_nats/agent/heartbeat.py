@@ -103,7 +103,8 @@ class Heartbeat:
                     delay = retry.next_delay()
                     self._log.warning("heartbeat.failed", error=repr(err), retry_in=round(delay, 2))
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._rewrite.wait(), delay)
+                    async with asyncio.timeout(delay):
+                        await self._rewrite.wait()
         finally:
             if answers is not None:
                 with contextlib.suppress(Exception):

@@ -21,6 +21,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import structlog
+from clusternet_nats.store.cancelling import cancel_and_wait
 from clusternet_nats.testing.natsserver import nats_server_binary
 
 log = structlog.get_logger(__name__)
@@ -124,9 +125,7 @@ class LeafNode:
     async def stop(self) -> None:
         task, self._supervisor = self._supervisor, None
         if task is not None and task.get_loop() is asyncio.get_running_loop():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait([task])
         proc, self._proc = self._proc, None
         if proc is None or proc.returncode is not None:
             return
@@ -135,7 +134,8 @@ class LeafNode:
             return
         proc.terminate()
         try:
-            await asyncio.wait_for(proc.wait(), 10)
+            async with asyncio.timeout(10):
+                await proc.wait()
         except TimeoutError:
             proc.kill()
             await proc.wait()

@@ -177,7 +177,8 @@ async def wait_for_dependents(views: ObjectViews, info: KindInfo, obj: KubeObjec
             if remaining <= 0:
                 return False
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(queue.get(), remaining)
+                async with asyncio.timeout(remaining):
+                    await queue.get()
             while not queue.empty():
                 queue.get_nowait()
     return True

@@ -172,7 +172,8 @@ class Watches:
                     next_bookmark = now + BOOKMARK_SECONDS
                 wait = min(_TICK_SECONDS, *(t - now for t in (deadline, next_bookmark) if t is not None))
                 try:
-                    batch = [await asyncio.wait_for(queue.get(), max(wait, 0.0))]
+                    async with asyncio.timeout(max(wait, 0.0)):
+                        batch = [await queue.get()]
                 except TimeoutError:
                     continue
                 while len(batch) < _BATCH and not queue.empty():

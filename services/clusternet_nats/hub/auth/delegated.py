@@ -40,7 +40,8 @@ class TokenReviewAuthenticator:
             return cached
         body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
         try:
-            review = await asyncio.wait_for(self.api.request("POST", TOKEN_REVIEWS, body=body), REVIEW_TIMEOUT)
+            async with asyncio.timeout(REVIEW_TIMEOUT):
+                review = await self.api.request("POST", TOKEN_REVIEWS, body=body)
         except (KubeError, TimeoutError) as err:  # not cached: the next request asks again
             log.warning("auth.token_review_failed", server=self.api.server, error=str(err) or repr(err))
             return None
@@ -95,7 +96,8 @@ class SubjectAccessReviewAuthorizer:
             return cached
         body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
         try:
-            review = await asyncio.wait_for(self.api.request("POST", SUBJECT_ACCESS_REVIEWS, body=body), REVIEW_TIMEOUT)
+            async with asyncio.timeout(REVIEW_TIMEOUT):
+                review = await self.api.request("POST", SUBJECT_ACCESS_REVIEWS, body=body)
         except (KubeError, TimeoutError) as err:
             raise AuthorizationError(f"SubjectAccessReview at {self.api.server}: {err or 'timed out'}") from None
         status = review.get("status") or {}

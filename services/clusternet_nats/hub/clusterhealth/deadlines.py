@@ -51,4 +51,5 @@ class Deadlines:
                     fire(key)
             timeout = self._heap[0][0] - now if self._heap else None
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._wake.wait()

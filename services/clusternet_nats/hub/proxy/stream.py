@@ -43,7 +43,8 @@ class HubStream:
 
     async def head(self, timeout: float) -> ProxyHead:
         """The answer's status and headers; raises AgentGone, StreamBroken or TimeoutError."""
-        return await asyncio.wait_for(asyncio.shield(self._head), timeout)
+        async with asyncio.timeout(timeout):
+            return await asyncio.shield(self._head)
 
     async def next(self) -> Frame:
         return await self.reader.next()

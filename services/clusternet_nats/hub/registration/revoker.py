@@ -92,16 +92,18 @@ class Revoker:
 
         inbox = self.system_nc.new_inbox()
         sub = await self.system_nc.subscribe(inbox, cb=collect)
-        out = []
+        out: list[dict[str, Any]] = []
         try:
             await self.system_nc.publish(
                 subject, json.dumps({"auth": True, "subscriptions": True, "limit": 100_000}).encode(), reply=inbox
             )
             while True:
                 try:
-                    out.append(json.loads(await asyncio.wait_for(replies.get(), _QUIET)))
+                    async with asyncio.timeout(_QUIET):
+                        reply = await replies.get()
                 except TimeoutError:
                     return out
+                out.append(json.loads(reply))
         finally:
             # If the link closed under us, raising here would replace a CancelledError.
             with contextlib.suppress(Exception):

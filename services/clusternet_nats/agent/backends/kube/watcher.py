@@ -22,7 +22,6 @@ stale status or leave drift in place, so a reflector that fails for any reason i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from clusternet_nats.api.labels import APPLIED_BY_DESCRIPTION
 from clusternet_nats.kube.discovery import Resource
 from clusternet_nats.kube.reflector import Reflector
 from clusternet_nats.kube.rest import Json, KubeApi
+from clusternet_nats.store.cancelling import cancel_and_wait
 
 _RETRY_SECONDS = 1.0
 
@@ -106,11 +106,7 @@ class AppliedWatcher:
             self.forget(ref)
 
     async def close(self) -> None:
-        for task in self._tasks.values():
-            task.cancel()
-        for task in self._tasks.values():
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._tasks.values())
 
     async def _run(self, reflector: Reflector) -> None:
         while True:

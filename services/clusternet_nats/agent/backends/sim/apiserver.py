@@ -512,7 +512,8 @@ class SimApiServer:
                 return
             wait = min(x for x in (left, BOOKMARK_EVERY if bookmarks else None, 3600.0) if x is not None)
             try:
-                await asyncio.wait_for(wake.wait(), wait)
+                async with asyncio.timeout(wait):
+                    await wake.wait()
             except TimeoutError:
                 if bookmarks:
                     mark = {"kind": scope.resource.kind, "apiVersion": scope.resource.api_version}

@@ -137,7 +137,8 @@ class _Database:
     async def _write_while_dirty(self) -> None:
         while self._dirty:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._hurry.wait(), DEBOUNCE_SECONDS)
+                async with asyncio.timeout(DEBOUNCE_SECONDS):
+                    await self._hurry.wait()
             batch, self._dirty = self._dirty, {}
             self._writing = set(batch)
             rows = []
