@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import time
 
 import nats
@@ -29,21 +28,17 @@ import psutil
 from clusternet_nats.api.apps import Description
 from clusternet_nats.api.intake import DELIVERY_HEARTBEAT
 from clusternet_nats.api.registry import KindInfo
+from clusternet_nats.hub.intake.feed import descriptions_consumer
 from clusternet_nats.store import ensure_buckets
-from clusternet_nats.store.informer import FLEET_IDLE_POLL
+from clusternet_nats.store.informer import FETCH_BATCH, FLEET_IDLE_POLL, informer_consumer
 from clusternet_nats.store.keys import kv_stream, kv_subject_prefix
+from clusternet_nats.store.pull import PullReader, PushReader
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.reference import load_average, publish_async_rate
-from nats.aio.msg import Msg
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from cpu import cpu_seconds  # bench/cpu.py, beside this
 
 IN_FLIGHT = 1024
 """Unacknowledged writes at once, as the deployer's `JsonBucket.write_many`."""
-
-
-def cpu_seconds(proc: psutil.Process) -> float:
-    times = proc.cpu_times()
-    return float(times.user + times.system)
 
 
 async def fan_out(url: str, server: psutil.Process, args: argparse.Namespace) -> None:
@@ -55,50 +50,43 @@ async def fan_out(url: str, server: psutil.Process, args: argparse.Namespace) ->
     delivered: set[int] = set()
     everyone = asyncio.Event()
 
+    def nats_cpu() -> float:
+        return cpu_seconds({"nats": server})["nats"]
+
     def subject(cluster: int) -> str:
         # wildcard: the system's keys (<namespace>.<name>) under a filter <namespace>.>
         return f"{prefix}ns{cluster}" + (".desc" if args.filter == "wildcard" else "")
 
-    def receiver(cluster: int):  # type: ignore[no-untyped-def]
-        async def receive(msg: Msg) -> None:
-            if msg.headers and msg.headers.get("Status"):
-                return  # a heartbeat, or a pull request's status
-            delivered.add(cluster)
-            if len(delivered) == args.clusters:
-                everyone.set()
+    async def follow(cluster: int, reader: PullReader) -> None:
+        await reader.next()  # raises ConsumerGoneError on a gap or a silent consumer
+        delivered.add(cluster)
+        if len(delivered) == args.clusters:
+            everyone.set()
 
-        return receive
-
+    followers: list[asyncio.Task[None]] = []
     started = time.monotonic()
     for cluster in range(args.clusters):
-        inbox = f"_BENCH.fanout.{cluster}"
-        await nc.subscribe(inbox, cb=receiver(cluster))
-        config = ConsumerConfig(
-            name=f"fanout-{cluster}",
-            filter_subject=f"{prefix}ns{cluster}" + (".>" if args.filter == "wildcard" else ""),
-            ack_policy=AckPolicy.NONE,
-            deliver_policy=DeliverPolicy.LAST_PER_SUBJECT,
-            mem_storage=True,
-        )
-        if args.consumer == "push":
-            config.deliver_subject, config.idle_heartbeat = inbox, DELIVERY_HEARTBEAT
+        reader: PullReader
+        if args.consumer == "push":  # the hub's, for an agent (hub/intake/feed.py)
+            inbox = f"_BENCH.fanout.{cluster}"
+            config = descriptions_consumer(bucket, f"ns{cluster}", inbox, 0)
+            reader = PushReader(nc, stream, config.name or "", inbox, DELIVERY_HEARTBEAT)
+            await reader.start()
             await nc.flush()  # a push consumer delivers once its subject has (literal) interest
-            await js.add_consumer(stream, config)
-        else:
-            config.max_ack_pending, config.inactive_threshold = -1, 2 * FLEET_IDLE_POLL + 10.0
-            await js.add_consumer(stream, config)
-            request = {
-                "batch": 512,
-                "expires": int(FLEET_IDLE_POLL * 1e9),
-                "idle_heartbeat": int(DELIVERY_HEARTBEAT * 1e9),
-            }
-            await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{config.name}", json.dumps(request).encode(), inbox)
+        else:  # an agent's informer's own (store/informer.py)
+            config = informer_consumer(f"fanout-{cluster}", f"{prefix}ns{cluster}.>", 0, FLEET_IDLE_POLL)
+            reader = PullReader(nc, stream, config.name or "", FETCH_BATCH, FLEET_IDLE_POLL)
+            await reader.start()
+        if args.filter == "literal":
+            config.filter_subject = subject(cluster)
+        await js.add_consumer(stream, config)
+        followers.append(asyncio.create_task(follow(cluster, reader)))
     print(
         f"{args.clusters} {args.consumer} consumers ({args.filter} filters) made in {time.monotonic() - started:.1f} s"
     )
 
     payload = b"x" * args.size
-    cpu0, started = cpu_seconds(server), time.monotonic()
+    cpu0, started = nats_cpu(), time.monotonic()
     slots = asyncio.Semaphore(IN_FLIGHT)
 
     async def write(cluster: int) -> None:
@@ -107,15 +95,19 @@ async def fan_out(url: str, server: psutil.Process, args: argparse.Namespace) ->
 
     await asyncio.gather(*(write(cluster) for cluster in range(args.clusters)))
     writes = time.monotonic() - started
-    await asyncio.wait_for(everyone.wait(), timeout=args.timeout)
-    delivered_s, cpu = time.monotonic() - started, cpu_seconds(server) - cpu0
+    async with asyncio.timeout(args.timeout):
+        await asyncio.wait({asyncio.ensure_future(everyone.wait()), *followers}, return_when=asyncio.FIRST_EXCEPTION)
+    for follower in followers:
+        if follower.done() and follower.exception() is not None:
+            raise RuntimeError(f"a consumer failed: {follower.exception()!r}")
+    delivered_s, cpu = time.monotonic() - started, nats_cpu() - cpu0
     print(
         f"  {args.clusters} writes: {args.clusters / writes:,.0f}/s over {writes:.2f} s; every consumer delivered"
         f" {delivered_s:.2f} s after the first write; nats-server {cpu:.2f} CPU-s (load {load_average()})"
     )
-    cpu0 = cpu_seconds(server)
+    cpu0 = nats_cpu()
     await asyncio.sleep(args.idle)  # the phase measured: every consumer idle, heartbeating
-    print(f"  then {args.idle:.0f} s idle: nats-server {cpu_seconds(server) - cpu0:.2f} CPU-s")
+    print(f"  then {args.idle:.0f} s idle: nats-server {nats_cpu() - cpu0:.2f} CPU-s")
     await nc.close()
 
 

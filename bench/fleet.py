@@ -64,6 +64,7 @@ from clusternet_nats.testing.natsserver import free_port
 from clusternet_nats.testing.reference import load_average, publish_async_rate
 from clusternet_nats.testing.securehub import SecureHub
 from clusternet_nats.testing.system import ServiceProcess, ensure_admin_token, wait_ready
+from cpu import cpu_seconds  # bench/cpu.py, beside this
 from nats.aio.msg import Msg
 from rollout import (  # bench/rollout.py, beside this
     MANIFESTS,
@@ -122,14 +123,6 @@ class Watch:
 
     async def heartbeat(self, msg: Msg) -> None:
         self.heartbeats += 1
-
-
-def cpu_seconds(processes: dict[str, psutil.Process]) -> dict[str, float]:
-    out = {}
-    for name, proc in processes.items():
-        times = proc.cpu_times()
-        out[name] = times.user + times.system
-    return out
 
 
 def rss_mib(processes: list[psutil.Process]) -> float:
@@ -216,7 +209,7 @@ async def main(args: argparse.Namespace) -> int:
                 await asyncio.sleep(0.1)
             registration = time.monotonic() - started
             spent = {n: round(c - cpu0[n], 1) for n, c in cpu_seconds(hub_side).items()}
-            each_agent = [round(p.cpu_times().user + p.cpu_times().system, 1) for p in agent_procs]
+            each_agent = [round(c, 1) for c in cpu_seconds({str(p.pid): p for p in agent_procs}).values()]
             agent_cpu = round(sum(each_agent), 1)
             print(f"{clusters} clusters in {agents} agent processes: all Ready {registration:.1f} s after start")
             print(f"  {clusters / registration:.0f} clusters/s (load average {load_average()})", flush=True)

@@ -49,6 +49,7 @@ from clusternet_nats.testing import benchresult
 from clusternet_nats.testing.natsserver import NatsCluster
 from clusternet_nats.testing.reference import load_average, publish_async_rate
 from clusternet_nats.testing.system import System
+from cpu import cpu_seconds  # bench/cpu.py, beside this
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 REPO = Path(__file__).resolve().parents[1]
@@ -122,12 +123,6 @@ def manifests(strategy: str, clusters: int) -> str:
         "weight": "      weight: 1\n",
         "strategy": "  schedulingStrategy: Dividing\n  dividingScheduling: {type: Static}\n",
     }
-
-
-def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
-    """User and system CPU each process has used so far."""
-    times = {name: psutil.Process(pid).cpu_times() for name, pid in pids.items()}
-    return {name: t.user + t.system for name, t in times.items()}
 
 
 def every_pid(system: System) -> dict[str, int]:

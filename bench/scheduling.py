@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import nats
-import psutil
 from clusternet_nats.api.apps import FeedInventory, Subscription
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
@@ -37,6 +36,7 @@ from clusternet_nats.store import BINDINGS_BUCKET, ObjectStore, StatusStore, ens
 from clusternet_nats.store.keys import kv_subject_prefix
 from clusternet_nats.testing.natsserver import NatsServer, free_port
 from clusternet_nats.testing.system import ServiceProcess, wait_ready
+from cpu import cpu_seconds  # bench/cpu.py, beside this
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
@@ -168,16 +168,6 @@ class BindingWatch:
         return max(self.decided[k] for k in keys)
 
 
-def cpu_seconds(services: list[ServiceProcess]) -> dict[str, float]:
-    """User plus system CPU each service process has used so far."""
-    used = {}
-    for service in services:
-        assert service.proc is not None
-        times = psutil.Process(service.proc.pid).cpu_times()
-        used[service.name] = times.user + times.system
-    return used
-
-
 async def gather_bounded(jobs: list[Callable[[], Any]], width: int = 64) -> None:
     for i in range(0, len(jobs), width):
         await asyncio.gather(*(job() for job in jobs[i : i + width]))
@@ -214,6 +204,7 @@ async def run(args: argparse.Namespace) -> int:
         for service in services:
             service.start()
         wait_ready(services)
+        pids = {service.name: service.proc.pid for service in services if service.proc is not None}
         watch = BindingWatch()
         await watch.start(nc)
         subs: ObjectStore[Subscription] = ObjectStore(js, KindInfo.of(Subscription))
@@ -226,13 +217,13 @@ async def run(args: argparse.Namespace) -> int:
             keys = {object_key(NAMESPACE, sub.name) for sub in batch}
             if mode != "Replication":
                 await gather_bounded([lambda s=s: finvs.create(feed_inventory(s, args.replicas)) for s in batch])
-            cpu_before = cpu_seconds(services)
+            cpu_before = cpu_seconds(pids)
             start = time.perf_counter()
             await gather_bounded([lambda s=s: subs.create(s) for s in batch])
             written = time.perf_counter() - start
             last = await watch.wait(keys, args.timeout)
             load_after = os.getloadavg()[0]
-            cpu = {name: after - cpu_before[name] for name, after in cpu_seconds(services).items()}
+            cpu = {name: after - cpu_before[name] for name, after in cpu_seconds(pids).items()}
             decided = len(keys & watch.decided.keys())
             placed = len(keys & watch.placed)
             elapsed = (last if last is not None else time.perf_counter()) - start

@@ -66,7 +66,8 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 T = TypeVar("T")
 Handler = Callable[[str, "T | None"], None]
 
-_FETCH_BATCH = 512
+FETCH_BATCH = 512
+"""Messages one pull request of an informer asks for."""
 RETRY_BASE, RETRY_CAP = 0.1, 5.0
 """Waits after a failed follow, with full jitter (store/backoff.py). Thousands of agents' informers
 start together, and the JetStream API, slow under that storm, times their consumer creations out
@@ -107,6 +108,23 @@ def sharing_equal(decode: Callable[[bytes], T]) -> Callable[[str, bytes, int], T
         return found
 
     return decode_shared
+
+
+def informer_consumer(name: str, filter_subject: str, start: int, idle_poll: float) -> ConsumerConfig:
+    """An informer's own pull consumer, from stream sequence `start` (0: the latest of each key);
+    the server removes it when no pull came for two idle polls and then some."""
+    config = ConsumerConfig(
+        name=name,
+        filter_subject=filter_subject,
+        ack_policy=AckPolicy.NONE,
+        inactive_threshold=2 * idle_poll + 10.0,
+        mem_storage=True,
+        max_ack_pending=-1,
+        deliver_policy=DeliverPolicy.LAST_PER_SUBJECT,
+    )
+    if start:
+        config.deliver_policy, config.opt_start_seq = DeliverPolicy.BY_START_SEQUENCE, start
+    return config
 
 
 class Informer(Generic[T]):
@@ -265,19 +283,13 @@ class Informer(Generic[T]):
         self._revisions.clear()
 
     async def _own_consumer(self) -> tuple[PullReader, int, str]:
-        config = ConsumerConfig(
-            ack_policy=AckPolicy.NONE,
-            inactive_threshold=2 * self.idle_poll + 10.0,
-            mem_storage=True,
-            max_ack_pending=-1,
+        name = f"{self._consumer_base}-{self._consumers_made}"
+        config = informer_consumer(
+            name,
+            self.subject_prefix + self.key_filter,
+            self._last_seq + 1 if self._last_seq else 0,
+            self.idle_poll,
         )
-        if self._last_seq:
-            config.deliver_policy = DeliverPolicy.BY_START_SEQUENCE
-            config.opt_start_seq = self._last_seq + 1
-        else:
-            config.deliver_policy = DeliverPolicy.LAST_PER_SUBJECT
-        config.name = f"{self._consumer_base}-{self._consumers_made}"
-        config.filter_subject = self.subject_prefix + self.key_filter
         try:
             info = await self.js.add_consumer(self.stream, config)
         except Exception:
@@ -286,9 +298,9 @@ class Informer(Generic[T]):
                 self._next_consumer_name()
             raise
         self._next_consumer_name()
-        reader = PullReader(self.nc, self.stream, config.name, _FETCH_BATCH, self.idle_poll, api_prefix(self.js))
+        reader = PullReader(self.nc, self.stream, name, FETCH_BATCH, self.idle_poll, api_prefix(self.js))
         await reader.start()
-        return reader, int(info.num_pending or 0), config.name
+        return reader, int(info.num_pending or 0), name
 
     def _next_consumer_name(self) -> None:
         self._consumers_made += 1

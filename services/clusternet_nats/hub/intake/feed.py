@@ -29,6 +29,21 @@ INACTIVE_THRESHOLD = 60.0
 """A consumer nobody listens to (its agent gone) is removed by the server after this."""
 
 
+def descriptions_consumer(bucket: str, namespace: str, deliver_subject: str, start: int) -> ConsumerConfig:
+    """The push consumer of one cluster's Descriptions, from `start` (0: the latest of each)."""
+    return ConsumerConfig(
+        name=agent_consumer_name(namespace),
+        deliver_subject=deliver_subject,
+        filter_subject=KV.format(bucket=bucket, key=f"{namespace}.>"),
+        ack_policy=AckPolicy.NONE,
+        deliver_policy=DeliverPolicy.BY_START_SEQUENCE if start else DeliverPolicy.LAST_PER_SUBJECT,
+        opt_start_seq=start or None,
+        idle_heartbeat=DELIVERY_HEARTBEAT,
+        inactive_threshold=INACTIVE_THRESHOLD,
+        mem_storage=True,
+    )
+
+
 @dataclass
 class DescriptionsFeed:
     js: JetStreamContext
@@ -44,16 +59,8 @@ class DescriptionsFeed:
             last = int((await self.js.stream_info(self.stream)).state.last_seq)
             if start > last + 1:
                 raise Refused(410, f"the Descriptions stream ends at {last}, before {start}: list again from 0")
-        config = ConsumerConfig(
-            name=agent_consumer_name(cluster.namespace),
-            deliver_subject=descriptions_deliver_subject(cluster.cluster_id),
-            filter_subject=KV.format(bucket=self.bucket, key=f"{cluster.namespace}.>"),
-            ack_policy=AckPolicy.NONE,
-            deliver_policy=DeliverPolicy.BY_START_SEQUENCE if start else DeliverPolicy.LAST_PER_SUBJECT,
-            opt_start_seq=start or None,
-            idle_heartbeat=DELIVERY_HEARTBEAT,
-            inactive_threshold=INACTIVE_THRESHOLD,
-            mem_storage=True,
+        config = descriptions_consumer(
+            self.bucket, cluster.namespace, descriptions_deliver_subject(cluster.cluster_id), start
         )
         with contextlib.suppress(NotFoundError):
             await self.js.delete_consumer(self.stream, config.name or "")
