@@ -12,6 +12,7 @@ from typing import Any
 import aiohttp
 import nats
 import pytest
+from clusternet_nats.api.intake import DELIVERY_HEARTBEAT
 from clusternet_nats.store.keys import kv_stream
 from clusternet_nats.testing.natsserver import NatsCluster
 from clusternet_nats.testing.system import System
@@ -81,11 +82,18 @@ async def test_services_made_every_bucket_r3(system: System) -> None:
         await nc.close()
 
 
+ROLLOUT_DEADLINE = 2 * DELIVERY_HEARTBEAT + 1 + 30
+"""A cluster's Descriptions consumer is R1 (nats-server makes a consumer with a name and no
+durable name on one server), so one that lived on the killed server is missed after two silent
+heartbeats, 61 s (api/intake.py), and made again from where its agent stood; then 30 s for the
+rest of the rollout. CI failed at 60 s when the agent of one of the four clusters was so placed."""
+
+
 async def rolled_out(system: System, hub: HubClient, name: str, what: str) -> None:
     """Waits for `converged`; a timeout carries the services' logs, since the system's work
     directory is gone by the time anyone reads the failure."""
     try:
-        await eventually(lambda: converged(hub, name), 60, what=what)
+        await eventually(lambda: converged(hub, name), ROLLOUT_DEADLINE, what=what)
     except TimeoutError as err:
         tails = "\n".join(f"--- {s.name}\n{s.log_tail(40)}" for s in system.services.values())
         raise TimeoutError(f"{err}\n{tails}") from None
