@@ -9,7 +9,8 @@ token. Two phases:
 1. Registration: from the agents' start until every cluster is Ready (bootstrap token ->
    ClusterRegistrationRequest -> approved ManagedCluster -> its own credentials -> a heartbeat
    reporting Ready), seen on the cluster-status bucket's subjects. CPU seconds each process spent.
-2. Heartbeats: for `--window` seconds, the CPU of nats-server and of each hub-side service, and the
+2. Heartbeats: for `--window` seconds (default: one `--report-frequency`, the shortest window in
+   which every cluster reports once), the CPU of nats-server and of each hub-side service, and the
    heartbeats the agents sent (their status reports to the intake, counted on the wire). Clusternet's
    default `--report-frequency` is 180 s; a shorter one makes the load visible, and the CPU per
    heartbeat and the CPU it implies at 180 s are printed beside it (every CPU second of the window
@@ -376,9 +377,14 @@ if __name__ == "__main__":
     parser.add_argument("--clusters", type=int, default=1000)
     parser.add_argument("--agents", type=int, default=4, help="agent processes sharing the clusters")
     parser.add_argument("--report-frequency", type=float, default=DEFAULT_REPORT_FREQUENCY, help="heartbeat seconds")
-    parser.add_argument("--window", type=float, default=60.0, help="seconds of heartbeats measured")
+    parser.add_argument(
+        "--window", type=float, default=None, help="seconds of heartbeats measured (default: --report-frequency)"
+    )
     parser.add_argument("--hub-replicas", type=int, default=1, help="hub processes (hub, hub-2, ...)")
     parser.add_argument("--timeout", type=float, default=600.0, help="give up registration after this")
     parser.add_argument("--json", type=Path, help="append the figures here (testing/benchresult.py)")
     parser.add_argument("--rollout", action="store_true", help="then roll a Subscription out to every cluster")
-    sys.exit(asyncio.run(main(parser.parse_args())))
+    args = parser.parse_args()
+    if args.window is None:
+        args.window = args.report_frequency
+    sys.exit(asyncio.run(main(args)))
