@@ -335,9 +335,7 @@ class Informer(Generic[T]):
         finally:
             reset.cancel()
             if not pull.done():  # a resync, or the informer stopping: the pull is abandoned
-                pull.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await pull
+                await cancel_and_wait([pull])
         return None if pull.cancelled() else pull.result()
 
     async def _stream_was_reset(self) -> bool:

@@ -176,8 +176,8 @@ async def publish_pipelined(
                 async with asyncio.timeout(WRITE_TIMEOUT):
                     await room.acquire()
             else:
-                # With room, acquiring neither yields nor needs a timer (wait_for, used here
-                # before, yielded per message): a batch's publishes reach the socket together.
+                # With room, acquiring neither yields nor needs a timer, so a batch's publishes
+                # reach the socket together, not in a write each.
                 await room.acquire()
             reply, future = inbox.expect(room)
             acks[reply] = future

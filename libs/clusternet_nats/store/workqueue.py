@@ -130,13 +130,10 @@ class WorkQueue:
         running = {key: task for key, task in self._running.items() if not owns(key)}
         if running:
             _, late = await asyncio.wait(running.values(), timeout=timeout)
-            for key, task in running.items():
-                if task in late:
-                    self._let_go.add(key)
-                    task.cancel()
+            self._let_go.update(key for key, task in running.items() if task in late)
             if late:
                 self._log.warning("workqueue.let_go_cancelled", keys=len(late), timeout=timeout)
-                await asyncio.wait(late)
+                await cancel_and_wait(late)
         self._update_idle()
 
     def __len__(self) -> int:

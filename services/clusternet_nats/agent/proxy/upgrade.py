@@ -17,8 +17,9 @@ import structlog
 from clusternet_nats.agent.backends.apiserver import ApiServer, UpstreamResponse, UpstreamSocket, WebSocketApiServer
 from clusternet_nats.agent.proxy.identity import upstream_request
 from clusternet_nats.api.proxy import FrameKind, ProxyEnd, ProxyHead, ProxyOpen, failure_status
-from clusternet_nats.runtime.frames import FrameReader, FrameSender, StreamBroken
+from clusternet_nats.runtime.frames import FrameReader, FrameSender
 from clusternet_nats.runtime.wsrelay import close_like, frames_to_socket, socket_to_frames
+from clusternet_nats.store.cancelling import cancel_and_wait
 
 SWITCHING = 101
 PROTOCOL = "Sec-WebSocket-Protocol"
@@ -53,10 +54,7 @@ async def relay(
         end = incoming.result() if incoming in done else outgoing.result()
         log.info("proxy.upgrade_closed", code=end.close_code, by="hub" if incoming in done else "cluster")
     finally:
-        for task in (outgoing, incoming):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, StreamBroken, Exception):
-                await task
+        await cancel_and_wait((outgoing, incoming))
         with contextlib.suppress(Exception):
             await close_like(upstream.socket, end)
         await upstream.close()
