@@ -12,8 +12,12 @@ consumer has delivered its cluster's write, and nats-server's CPU, beside nats-p
 It says what a rollout's fan-out costs the bus itself, so a rollout's figures (bench/rollout.py)
 can be read against it: the consumers' filters (`--filter wildcard`, a cluster's namespace then
 `>`, as the system's; `literal`, one subject per cluster) and their kind can be compared alone.
+`--rounds N` writes every cluster N times, each round once the last is delivered: the first
+round is a fleet's first rollout, the later ones every change after it, which cost nats-server
+more with wildcard filters (docs/architecture.md, "Known limits").
 
     .venv/bin/python bench/fanout.py --clusters 10000
+    .venv/bin/python bench/fanout.py --clusters 10000 --rounds 3
     .venv/bin/python bench/fanout.py --clusters 10000 --consumer pull --filter literal
 """
 
@@ -64,6 +68,7 @@ async def fan_out(url: str, server: psutil.Process, args: argparse.Namespace) ->
             everyone.set()
 
     followers: list[asyncio.Task[None]] = []
+    readers: list[PullReader] = []
     started = time.monotonic()
     for cluster in range(args.clusters):
         reader: PullReader
@@ -80,31 +85,40 @@ async def fan_out(url: str, server: psutil.Process, args: argparse.Namespace) ->
         if args.filter == "literal":
             config.filter_subject = subject(cluster)
         await js.add_consumer(stream, config)
+        readers.append(reader)
         followers.append(asyncio.create_task(follow(cluster, reader)))
     print(
         f"{args.clusters} {args.consumer} consumers ({args.filter} filters) made in {time.monotonic() - started:.1f} s"
     )
 
     payload = b"x" * args.size
-    cpu0, started = nats_cpu(), time.monotonic()
     slots = asyncio.Semaphore(IN_FLIGHT)
 
     async def write(cluster: int) -> None:
         async with slots:
             await js.publish(subject(cluster), payload)
 
-    await asyncio.gather(*(write(cluster) for cluster in range(args.clusters)))
-    writes = time.monotonic() - started
-    async with asyncio.timeout(args.timeout):
-        await asyncio.wait({asyncio.ensure_future(everyone.wait()), *followers}, return_when=asyncio.FIRST_EXCEPTION)
-    for follower in followers:
-        if follower.done() and follower.exception() is not None:
-            raise RuntimeError(f"a consumer failed: {follower.exception()!r}")
-    delivered_s, cpu = time.monotonic() - started, nats_cpu() - cpu0
-    print(
-        f"  {args.clusters} writes: {args.clusters / writes:,.0f}/s over {writes:.2f} s; every consumer delivered"
-        f" {delivered_s:.2f} s after the first write; nats-server {cpu:.2f} CPU-s (load {load_average()})"
-    )
+    for round_ in range(1, args.rounds + 1):
+        if round_ > 1:  # every consumer now past its first write, as before a fleet's second change
+            delivered.clear()
+            everyone.clear()
+            followers = [asyncio.create_task(follow(cluster, reader)) for cluster, reader in enumerate(readers)]
+        cpu0, started = nats_cpu(), time.monotonic()
+        await asyncio.gather(*(write(cluster) for cluster in range(args.clusters)))
+        writes = time.monotonic() - started
+        async with asyncio.timeout(args.timeout):
+            await asyncio.wait(
+                {asyncio.ensure_future(everyone.wait()), *followers}, return_when=asyncio.FIRST_EXCEPTION
+            )
+        for follower in followers:
+            if follower.done() and follower.exception() is not None:
+                raise RuntimeError(f"a consumer failed: {follower.exception()!r}")
+        delivered_s, cpu = time.monotonic() - started, nats_cpu() - cpu0
+        print(
+            f"  round {round_}, {args.clusters} writes: {args.clusters / writes:,.0f}/s over {writes:.2f} s; every"
+            f" consumer delivered {delivered_s:.2f} s after the first write; nats-server {cpu:.2f} CPU-s"
+            f" (load {load_average()})"
+        )
     cpu0 = nats_cpu()
     await asyncio.sleep(args.idle)  # the phase measured: every consumer idle, heartbeating
     print(f"  then {args.idle:.0f} s idle: nats-server {nats_cpu() - cpu0:.2f} CPU-s")
@@ -118,6 +132,7 @@ def main() -> None:
     parser.add_argument("--filter", choices=("wildcard", "literal"), default="wildcard")
     parser.add_argument("--size", type=int, default=2048, help="bytes per write")
     parser.add_argument("--idle", type=float, default=DELIVERY_HEARTBEAT + 5, help="seconds idle measured after")
+    parser.add_argument("--rounds", type=int, default=1, help="writes per cluster, each round once all delivered")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for every delivery")
     args = parser.parse_args()
     with NatsServer() as server:

@@ -5,7 +5,9 @@ cluster's Description.
 Once the fleet is up and the hub has finished setting its clusters up (its services nearly idle:
 `settle`), prints the time from `cnet apply` to every Description being Success (and the Subscription
 showing completedReleases == N), the rate Bases and Descriptions were written at (from the
-server timestamps of their messages on the KV streams), the resident memory of the hub side
+server timestamps of their messages on the KV streams), how many writes each bucket took (from
+its stream's sequence, so superseded writes count: a Description status's Pending, then its Success),
+then and once more after the memory reading, the resident memory of the hub side
 (nats-server, hub, scheduler, deployer, predictor) and of the agent process hosting the simulated
 clusters, read once the services have returned the rollout's freed heap (runtime/heap.py, every
 10 s); then the time from `cnet apply` of a Globalization (ApplyNow, every cluster) to every
@@ -400,10 +402,12 @@ def main() -> int:
             f"{elapsed:.2f}s (NATS {nats_kind}, load {load})"
         )
         stamps = {name: asyncio.run(written(system.nats_url, b, before[name])) for name, b in watched.items()}
+        writes = {name: asyncio.run(last_sequence(system.nats_url, b)) - before[name] for name, b in watched.items()}
         base_rate, base_span = rate(stamps["Bases"])
         description_stamps = stamps["Descriptions"]
         description_rate, description_span = rate(description_stamps)
         print(f"  timeline (s after apply): {timeline(started_wall, applied, stamps, elapsed)}")
+        print("  KV writes until then (superseded ones too): " + ", ".join(f"{n} {w}" for n, w in writes.items()))
         print("  CPU seconds meanwhile: " + ", ".join(f"{name} {spent:.2f}" for name, spent in sorted(cpu.items())))
         print(f"  Bases written: {base_rate:,.0f}/s over {base_span:.2f}s")
         print(
@@ -417,6 +421,8 @@ def main() -> int:
         # Resident memory once every service has returned the rollout's freed heap (runtime/heap.py
         # trims every TRIM_INTERVAL s): what the fleet costs held, not the peak of its writing.
         time.sleep(TRIM_INTERVAL + 1)
+        later = {name: asyncio.run(last_sequence(system.nats_url, b)) - before[name] for name, b in watched.items()}
+        print(f"  KV writes {TRIM_INTERVAL + 1:.0f}s later: " + ", ".join(f"{n} {w}" for n, w in later.items()))
         hub_side = {name: rss_mib(pid) for name, pid in system.hub_side_pids().items()}
         if isinstance(system.nats, NatsCluster):
             hub_side.pop("nats-server", None)

@@ -216,7 +216,8 @@ async def test_watch_without_resource_version_starts_with_the_current_objects(cl
 async def test_a_too_old_resource_version_is_410_expired(cluster: SimCluster, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sim_apiserver, "HISTORY", 3)
     api = cluster.apiserver()
-    start = cluster.objects.revision
+    _, listed = await call(cluster, "GET", "/api/v1/configmaps")
+    start = int(listed["metadata"]["resourceVersion"])
     for i in range(5):
         meta = {"name": f"c{i}", "namespace": "apps"}
         await cluster.apply(OWNER, [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}])
