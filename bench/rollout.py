@@ -5,13 +5,13 @@ cluster's Description.
 Once the fleet is up and the hub has finished setting its clusters up (its services nearly idle:
 `settle`), prints the time from `cnet apply` to every Description being Success (and the Subscription
 showing completedReleases == N), the rate Bases and Descriptions were written at (from the
-server timestamps of their messages on the KV streams), how many writes each bucket took (from
-its stream's sequence, so superseded writes count: a Description status's Pending, then its Success),
-then and once more after the memory reading, the resident memory of the hub side
-(nats-server, hub, scheduler, deployer, predictor) and of the agent process hosting the simulated
-clusters, read once the services have returned the rollout's freed heap (runtime/heap.py, every
-10 s); then the time from `cnet apply` of a Globalization (ApplyNow, every cluster) to every
-Description rewritten, and their rate.
+server timestamps of their messages on the KV streams), how many messages each stream stored (from
+its last sequence, so superseded writes count: a Description status's Pending, then its Success;
+Events, heartbeats and node inventories too), then and once more after the memory reading, the
+resident memory of the hub side (nats-server, hub, scheduler, deployer, predictor) and of the agent
+processes hosting the simulated clusters, read once the services have returned the rollout's freed
+heap (runtime/heap.py, every 10 s); then the time from `cnet apply` of a Globalization (ApplyNow,
+every cluster) to every Description rewritten, and their rate.
 
     .venv/bin/python bench/rollout.py --clusters 1000
     .venv/bin/python bench/rollout.py --clusters 1000 --strategy Dividing --json results/rollout.jsonl
@@ -264,6 +264,21 @@ async def last_sequence(url: str, name: str) -> int:
         await nc.close()
 
 
+async def last_sequences(url: str) -> dict[str, int]:
+    """Every stream's last sequence, by stream name."""
+    nc = await nats.connect(url.split(","))
+    try:
+        return {info.config.name or "": int(info.state.last_seq) for info in await nc.jetstream().streams_info()}
+    finally:
+        await nc.close()
+
+
+def stored_since(before: dict[str, int], now: dict[str, int]) -> str:
+    """How many messages each stream stored between two `last_sequences`, those that stored any."""
+    stored = {name: seq - before.get(name, 0) for name, seq in now.items()}
+    return ", ".join(f"{name} {count}" for name, count in sorted(stored.items()) if count) or "none"
+
+
 async def written(url: str, name: str, after: int) -> list[datetime.datetime]:
     """Server timestamps of the writes to bucket `name` stored after stream sequence `after`, in order."""
     nc = await nats.connect(url.split(","))
@@ -386,6 +401,7 @@ def main() -> int:
             "Subscription statuses": bucket(Subscription, status=True),
         }
         before = {name: asyncio.run(last_sequence(system.nats_url, b)) for name, b in watched.items()}
+        streams_before = asyncio.run(last_sequences(system.nats_url))
         pids = every_pid(system)
         cpu_before = cpu_seconds(pids)
         must_bind = args.clusters if args.strategy == "Replication" else None
@@ -402,12 +418,12 @@ def main() -> int:
             f"{elapsed:.2f}s (NATS {nats_kind}, load {load})"
         )
         stamps = {name: asyncio.run(written(system.nats_url, b, before[name])) for name, b in watched.items()}
-        writes = {name: asyncio.run(last_sequence(system.nats_url, b)) - before[name] for name, b in watched.items()}
+        writes = asyncio.run(last_sequences(system.nats_url))
         base_rate, base_span = rate(stamps["Bases"])
         description_stamps = stamps["Descriptions"]
         description_rate, description_span = rate(description_stamps)
         print(f"  timeline (s after apply): {timeline(started_wall, applied, stamps, elapsed)}")
-        print("  KV writes until then (superseded ones too): " + ", ".join(f"{n} {w}" for n, w in writes.items()))
+        print(f"  stream writes until then (superseded ones too): {stored_since(streams_before, writes)}")
         print("  CPU seconds meanwhile: " + ", ".join(f"{name} {spent:.2f}" for name, spent in sorted(cpu.items())))
         print(f"  Bases written: {base_rate:,.0f}/s over {base_span:.2f}s")
         print(
@@ -421,8 +437,8 @@ def main() -> int:
         # Resident memory once every service has returned the rollout's freed heap (runtime/heap.py
         # trims every TRIM_INTERVAL s): what the fleet costs held, not the peak of its writing.
         time.sleep(TRIM_INTERVAL + 1)
-        later = {name: asyncio.run(last_sequence(system.nats_url, b)) - before[name] for name, b in watched.items()}
-        print(f"  KV writes {TRIM_INTERVAL + 1:.0f}s later: " + ", ".join(f"{n} {w}" for n, w in later.items()))
+        later = asyncio.run(last_sequences(system.nats_url))
+        print(f"  stream writes {TRIM_INTERVAL + 1:.0f}s later: {stored_since(streams_before, later)}")
         hub_side = {name: rss_mib(pid) for name, pid in system.hub_side_pids().items()}
         if isinstance(system.nats, NatsCluster):
             hub_side.pop("nats-server", None)
