@@ -25,13 +25,22 @@ async def test_a_task_that_drops_one_cancellation_is_stopped_all_the_same() -> N
     assert task.cancelled()
 
 
-async def test_what_a_task_raised_is_retrieved_and_finished_tasks_are_left_as_they_are() -> None:
+async def test_what_a_task_raised_is_returned_and_finished_tasks_are_left_as_they_are() -> None:
     async def fails() -> None:
         raise ValueError("boom")
+
+    async def fails_when_cancelled() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            raise RuntimeError("cleaning up failed") from None
 
     failed = asyncio.create_task(fails())
     done = asyncio.create_task(asyncio.sleep(0, result=7))
     await asyncio.wait({failed, done})
-    await cancel_and_wait([failed, done])
-    assert isinstance(failed.exception(), ValueError)
-    assert done.result() == 7
+    stopping = asyncio.create_task(fails_when_cancelled())
+    waiting = asyncio.create_task(asyncio.Event().wait())
+    await asyncio.sleep(0)  # both are waiting now
+    raised = await cancel_and_wait([failed, done, stopping, waiting])
+    assert [type(error) for error in raised] == [ValueError, RuntimeError]
+    assert done.result() == 7 and waiting.cancelled()

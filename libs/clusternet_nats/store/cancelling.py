@@ -19,15 +19,15 @@ RESEND = 0.5
 """Seconds between two cancellations of a task that has not ended."""
 
 
-async def cancel_and_wait(tasks: Iterable[asyncio.Future[Any]]) -> None:
-    """Cancels `tasks` and returns once every one has ended; what one raised is dropped, as a
-    stopping owner has no one left to tell."""
-    tasks = set(tasks)
+async def cancel_and_wait(tasks: Iterable[asyncio.Future[Any]]) -> list[BaseException]:
+    """Cancels `tasks` and returns once every one has ended, with what those that failed raised
+    (retrieved, so asyncio does not log them as never retrieved; an owner that has no one left
+    to tell drops them)."""
+    tasks = list(tasks)
     pending = {task for task in tasks if not task.done()}
     while pending:
         for task in pending:
             task.cancel()
         _, pending = await asyncio.wait(pending, timeout=RESEND)
-    for task in tasks:
-        if not task.cancelled():
-            task.exception()  # retrieved, so asyncio does not log it as never retrieved
+    raised = (None if task.cancelled() else task.exception() for task in tasks)
+    return [error for error in raised if error is not None]

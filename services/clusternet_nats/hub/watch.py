@@ -34,6 +34,7 @@ from clusternet_nats.api import KindInfo, KubeObject
 from clusternet_nats.hub.errors import ApiError, bad_request
 from clusternet_nats.hub.selectors import ObjectSelector
 from clusternet_nats.hub.tables import table, table_version
+from clusternet_nats.store.cancelling import cancel_and_wait
 from clusternet_nats.store.errors import UndecodableError
 from clusternet_nats.store.keys import namespace_filter, object_key, split_key
 from clusternet_nats.store.views import ObjectViews
@@ -191,11 +192,8 @@ class Watches:
                     if event is not None:
                         await stream.send(response, event)
         finally:
-            for feeder in feeders:
-                feeder.cancel()
-            for result in await asyncio.gather(*feeders, return_exceptions=True):
-                if isinstance(result, Exception):
-                    log.warning("watch.stream_failed", kind=stream.info.kind, error=repr(result))
+            for error in await cancel_and_wait(feeders):
+                log.warning("watch.stream_failed", kind=stream.info.kind, error=repr(error))
 
     async def _read(self, info: KindInfo, index: int, change: Change) -> KubeObject | None:
         """The object as users see it after `change`; None for a deletion, a status without object
