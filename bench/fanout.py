@@ -36,12 +36,13 @@ from clusternet_nats.hub.intake.feed import descriptions_consumer
 from clusternet_nats.store import ensure_buckets
 from clusternet_nats.store.informer import FETCH_BATCH, FLEET_IDLE_POLL, informer_consumer
 from clusternet_nats.store.keys import kv_stream, kv_subject_prefix
+from clusternet_nats.store.kv import MAX_PENDING
 from clusternet_nats.store.pull import PullReader, PushReader
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.reference import load_average, publish_async_rate
 from cpu import cpu_seconds  # bench/cpu.py, beside this
 
-IN_FLIGHT = 1024
+IN_FLIGHT = MAX_PENDING
 """Unacknowledged writes at once, as the deployer's `JsonBucket.write_many`."""
 
 
