@@ -29,18 +29,26 @@ async def test_what_a_task_raised_is_returned_and_finished_tasks_are_left_as_the
     async def fails() -> None:
         raise ValueError("boom")
 
+    stopping_started, waiting_started = asyncio.Event(), asyncio.Event()
+
     async def fails_when_cancelled() -> None:
+        stopping_started.set()
         try:
             await asyncio.Event().wait()
         except asyncio.CancelledError:
             raise RuntimeError("cleaning up failed") from None
 
+    async def waits() -> None:
+        waiting_started.set()
+        await asyncio.Event().wait()
+
     failed = asyncio.create_task(fails())
     done = asyncio.create_task(asyncio.sleep(0, result=7))
     await asyncio.wait({failed, done})
     stopping = asyncio.create_task(fails_when_cancelled())
-    waiting = asyncio.create_task(asyncio.Event().wait())
-    await asyncio.sleep(0)  # both are waiting now
+    waiting = asyncio.create_task(waits())
+    await stopping_started.wait()
+    await waiting_started.wait()
     raised = await cancel_and_wait([failed, done, stopping, waiting])
     assert [type(error) for error in raised] == [ValueError, RuntimeError]
     assert done.result() == 7 and waiting.cancelled()
