@@ -400,8 +400,8 @@ def main() -> int:
             "Description statuses": bucket(Description, status=True),
             "Subscription statuses": bucket(Subscription, status=True),
         }
-        before = {name: asyncio.run(last_sequence(system.nats_url, b)) for name, b in watched.items()}
         streams_before = asyncio.run(last_sequences(system.nats_url))
+        before = {name: streams_before.get(kv_stream(b), 0) for name, b in watched.items()}
         pids = every_pid(system)
         cpu_before = cpu_seconds(pids)
         must_bind = args.clusters if args.strategy == "Replication" else None
