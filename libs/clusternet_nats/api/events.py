@@ -49,8 +49,10 @@ class Event(KubeObject):
     reporting_component: str | None = None
 
     @classmethod
-    def about(cls, involved: ObjectReference, type_: str, reason: str, message: str, component: str) -> Event:
-        """A new Event (count 1, stamped now, uniquely named) about `involved`."""
+    def about(
+        cls, involved: ObjectReference, type_: str, reason: str, message: str, component: str, count: int = 1
+    ) -> Event:
+        """A new Event (stamped now, uniquely named) about `involved`, standing for `count` occurrences."""
         now = utcnow()
         return cls.model_validate(
             {
@@ -68,7 +70,7 @@ class Event(KubeObject):
                 "reportingComponent": component,
                 "firstTimestamp": now,
                 "lastTimestamp": now,
-                "count": 1,
+                "count": count,
             }
         )
 

@@ -81,8 +81,7 @@ class EventRecorder:
             name=obj.name,
             uid=obj.metadata.uid,
         )
-        event = Event.about(involved, type_, reason, message, self.component)
-        return event if count == 1 else event.model_copy(update={"count": count})
+        return Event.about(involved, type_, reason, message, self.component, count)
 
     async def record(self, obj: KubeObject, type_: str, reason: str, message: str) -> None:
         await self._record(obj, self._event(obj, type_, reason, message))
