@@ -11,13 +11,16 @@ async def test_a_long_loop_gives_other_tasks_turns_while_it_runs() -> None:
     turns: list[int] = []
     progress = 0
 
+    started = asyncio.Event()
+
     async def other() -> None:
+        started.set()
         while True:
             turns.append(progress)
             await asyncio.sleep(0)
 
     watcher = asyncio.create_task(other())
-    await asyncio.sleep(0)
+    await started.wait()
     for index in range(EVERY * 4):
         progress = index
         await breathe(index)
