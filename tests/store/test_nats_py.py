@@ -7,7 +7,7 @@ import json
 import uuid
 
 import pytest
-from clusternet_nats.store import ConflictError, Informer, JsonBucket
+from clusternet_nats.store import ConflictError, Informer, JsonBucket, kv
 from clusternet_nats.store.domain import api_prefix
 from clusternet_nats.store.pull import ConsumerGoneError, PullReader
 from clusternet_nats.testing.waiting import eventually
@@ -127,3 +127,33 @@ async def test_pipelined_writes_use_the_jetstream_connection(js: JetStreamContex
     outcomes = await bucket.write_many([(f"{unique_ns}.a", b"{}", first + 1000), (f"{unique_ns}.b", b"{}", 0)])
     assert isinstance(outcomes[0], ConflictError)
     assert outcomes[1] == (await bucket.get(f"{unique_ns}.b") or (b"", 0))[1]
+
+
+async def test_pipelined_acks_may_trickle_in_but_a_stall_times_out(
+    nc: NATS, js: JetStreamContext, unique_ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch waits as long as acks keep coming (a fleet's last acks took longer than the
+    timeout, which failed the whole converge); WRITE_TIMEOUT with none coming ends it. A plain
+    subscriber answers as JetStream would, as slowly as asked."""
+    monkeypatch.setattr(kv, "WRITE_TIMEOUT", 0.4)
+    subject = f"slow.{unique_ns}"
+    answered = 0
+    answering = 6
+
+    async def ack(msg: Msg) -> None:
+        nonlocal answered
+        if answered < answering:
+            answered += 1
+            await asyncio.sleep(0.15)
+            await msg.respond(json.dumps({"stream": "S", "seq": answered}).encode())
+
+    sub = await nc.subscribe(subject, cb=ack)
+    try:
+        outcomes = await kv.publish_pipelined(js, [(subject, b"x", {}) for _ in range(6)])
+        assert outcomes == [1, 2, 3, 4, 5, 6], "0.9 s of acks, none more than 0.4 s after the last"
+        answered, answering = 0, 2
+        outcomes = await kv.publish_pipelined(js, [(subject, b"x", {}) for _ in range(4)])
+        assert outcomes[:2] == [1, 2]
+        assert all(isinstance(outcome, TimeoutError) for outcome in outcomes[2:]), outcomes
+    finally:
+        await sub.unsubscribe()

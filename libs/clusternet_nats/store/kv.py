@@ -74,8 +74,11 @@ CONTENT_TYPE = "Content-Type"
 JSON_CONTENT_TYPE = "application/json"
 _WRONG_LAST_SEQUENCE = (10071, 10164)  # JSStreamWrongLastSequenceErrF, JSStreamWrongLastSequenceConstantErr
 WRITE_TIMEOUT = 5.0
-"""Seconds a pipelined write waits for its ack, or for room among the publishes in flight
-(nats-py's default request timeout, which an awaited write has)."""
+"""Seconds a pipelined batch waits with no ack coming, for room among its publishes in flight or
+for the last of them (nats-py's default request timeout, which an awaited write has). A stall,
+not a deadline for the batch: the last MAX_PENDING acks of a 10,000-cluster rollout took over 5 s
+on this shared machine, and the batch, timed out whole, failed its converge, which wrote the fleet
+again (the deployer's CPU doubled, and the status came 5.7 s after the last cluster's)."""
 MAX_PENDING = 4096
 """Pipelined publishes of one batch awaiting their acks at once. A fleet's Descriptions went in
 faster with 4,096 than with 1,024 (`bench/rollout.py --clusters 10000`, alternated on 2026-12-02:
@@ -186,12 +189,20 @@ async def publish_pipelined(
             reply, future = inbox.expect(room)
             acks[reply] = future
             await nc.publish(subject, data, reply=reply, headers=headers)
-        if acks:
-            await asyncio.wait(acks.values(), timeout=WRITE_TIMEOUT)
+        await _acknowledged(list(acks.values()))
     finally:
         for reply in acks:
             inbox.waiting.pop(reply, None)
     return [_ack(future) for future in acks.values()]
+
+
+async def _acknowledged(futures: list[asyncio.Future[Msg]]) -> None:
+    """Returns once every one is done, or once WRITE_TIMEOUT passed with none done."""
+    while futures:
+        _, pending = await asyncio.wait(futures, timeout=WRITE_TIMEOUT)
+        if len(pending) == len(futures):
+            return
+        futures = list(pending)
 
 
 def _ack(future: asyncio.Future[Msg]) -> int | BaseException:
