@@ -32,3 +32,16 @@ def test_a_copy_with_an_update_leaves_the_shared_set_alone() -> None:
     changed = cached.metadata.model_copy(update={"generation": 4})
     assert "generation" in changed.model_fields_set
     assert other.metadata.model_fields_set == before
+
+
+def test_a_model_walked_before_is_not_walked_again() -> None:
+    """What a fleet's objects share (one rendered spec) is walked once, not once per object."""
+    first = _base("one")
+    share_field_sets(first)
+    spec = first.spec
+    added = Feed(api_version="v1", kind="ConfigMap", name="late")
+    object.__setattr__(spec, "feeds", [*spec.feeds, added])  # only a walk would reach it
+    second = _base("two").model_copy(update={"spec": spec})
+    share_field_sets(second)
+    assert second.metadata.model_fields_set is first.metadata.model_fields_set
+    assert added.model_fields_set is not first.spec.feeds[0].model_fields_set

@@ -10,6 +10,10 @@ Only `exclude_unset` dumps and `model_fields_set` read the set, and the project 
 equality ignores it; `model_copy` copies it. An informer's objects are read-only (store/informer.py),
 so nothing adds to a shared set; were a field assigned on one anyway, the set would gain a name
 that, for its other holders, only `exclude_unset` would notice.
+
+A model already holding its shared set was walked before (a copy gets a set of its own), so it is
+not walked again: the 10,000 Descriptions a rollout writes share one rendered spec, and each
+costs the walk of its own metadata only.
 """
 
 from __future__ import annotations
@@ -34,8 +38,9 @@ def share_field_sets(value: Any) -> None:
             shared = _SHARED.get(key)
             if shared is None:
                 shared = _SHARED[key] = set(given)
-            if given is not shared:
-                object.__setattr__(item, "__pydantic_fields_set__", shared)
+            if given is shared:
+                continue  # walked before, with all it holds
+            object.__setattr__(item, "__pydantic_fields_set__", shared)
             stack.extend(field for field in item.__dict__.values() if _may_hold_models(field))
         elif isinstance(item, (list, tuple)):
             stack.extend(element for element in item if _may_hold_models(element))
