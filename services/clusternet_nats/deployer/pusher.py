@@ -75,6 +75,7 @@ class Pusher:
         self._cluster_in: dict[str, str] = {}
         """Dedicated namespace -> the key of its ManagedCluster."""
         self._pushable: dict[str, tuple[bool, bool]] = {}
+        """By ManagedCluster key: (the hub deploys to it, it is Ready), as its last change said."""
         self.outcomes = DeployOutcomes(ctx.recorder, log.bind(via="push"))
         self._unreachable: set[str] = set()
         """Clusters a push could not reach: their next heartbeat means the link is back."""
@@ -96,8 +97,11 @@ class Pusher:
     def _description_changed(self, key: str) -> None:
         """Queued only for a cluster the hub deploys to: a Pull fleet's rollout queues nothing
         here (10,000 keys, each dropped by its pass, cost the deployer a second). A cluster that
-        turns pushable later is pruned and given all its Descriptions (`_cluster_changed`)."""
-        if self._target(split_key(key, namespaced=True)[0]) is not None:
+        turns pushable later is pruned and given all its Descriptions (`_cluster_changed`).
+        Told of every Description the deployer writes, as it writes them: so it asks only what
+        `_cluster_changed` keeps, not the cluster and its status."""
+        cluster_key = self._cluster_in.get(split_key(key, namespaced=True)[0])
+        if cluster_key is not None and self._pushable.get(cluster_key, (False, False))[0]:
             self.queue.add(key)
 
     def _cluster_changed(self, key: str) -> None:

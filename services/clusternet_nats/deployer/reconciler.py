@@ -193,8 +193,16 @@ class Deployer:
         for (position, cluster, _), descs in zip(todo, rendered, strict=True):
             placing[position] = existing.get(cluster.namespace, []) if descs is None else descs
         self.status.placed(sub, [(cluster, placing[i]) for i, (_, cluster) in enumerate(placements)])
-        synced = iter(await self._sync_descriptions(key, desired))
-        for (position, cluster, inputs), base, descs in zip(todo, bases, rendered, strict=True):
+        written = await self._sync_descriptions(key, desired)
+        # Every Description is written: the status may be written again while the rest (Events,
+        # memos, deletions) goes on, so it does not land seconds after the fleet's last status.
+        self.status.converged(key)
+        self._announce(
+            [(desc, base, "Description", outcome) for (base, _), (desc, outcome) in zip(desired, written, strict=True)]
+        )
+        synced = iter(desc for desc, _ in written)
+        for count, ((position, cluster, inputs), base, descs) in enumerate(zip(todo, bases, rendered, strict=True)):
+            await breathe(count)
             # A blocked rendering (a missing feed, a failed override) keeps what the cluster has.
             has = existing.get(cluster.namespace, []) if descs is None else [next(synced) for _ in descs]
             kept[position] = base, has
@@ -346,16 +354,15 @@ class Deployer:
         subject = f"overrides@{source.metadata.resource_version}"
         await self.warnings.warn(source, subject, "FailedApplyingOverrides", str(err))
 
-    async def _sync_descriptions(self, key: str, desired: Sequence[tuple[Base, Description]]) -> list[Description]:
+    async def _sync_descriptions(
+        self, key: str, desired: Sequence[tuple[Base, Description]]
+    ) -> list[tuple[Description, Outcome]]:
         """Writes the Descriptions that differ from the cache (an unchanged one costs no write)."""
         current = [self.caches.descriptions.get(self.descriptions.key_of(desc)) for _, desc in desired]
         with self.caches.own_writes(key) as writes:
             synced = await ensure_all(self.descriptions, list(zip(current, (d for _, d in desired), strict=True)))
             _learn(self.caches.descriptions, self.descriptions, synced, writes)
-        self._announce(
-            [(desc, base, "Description", outcome) for (base, _), (desc, outcome) in zip(desired, synced, strict=True)]
-        )
-        return [desc for desc, _ in synced]
+        return synced
 
     async def _delete_stale_descriptions(self, sub: Subscription, keep: set[str]) -> None:
         owned = self.caches.descriptions_of(sub.metadata.uid or "")

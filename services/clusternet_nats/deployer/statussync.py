@@ -16,7 +16,7 @@ writes a second, whatever the rate the clusters report at.
 
 While a converge is still writing a fleet's Descriptions, their statuses already come in: the
 converge tells its placement before it writes (`placed`), and passes meanwhile count what came
-in but write nothing; the converge's end (`converged`) queues the pass that writes. So the
+in but write nothing; the converge's last write (`converged`) queues the pass that writes. So the
 fleet is counted as it reports, and the status lands a moment after the last cluster's, not a
 whole recount later.
 
@@ -124,7 +124,8 @@ class StatusSync:
         self.queue.add(key)
 
     def converged(self, key: str) -> None:
-        """The converge that told `placed` is over, done or failed: the pass that writes is queued."""
+        """The converge that told `placed` has written its Descriptions, or failed: the pass that
+        writes is queued (what the converge does after its writes does not hold the status back)."""
         if key in self._writing:
             self._writing.discard(key)
             self.queue.add(key)
