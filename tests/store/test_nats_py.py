@@ -144,7 +144,7 @@ async def test_pipelined_acks_may_trickle_in_but_a_stall_times_out(
         nonlocal answered
         if answered < answering:
             answered += 1
-            await asyncio.sleep(0.15)
+            await asyncio.sleep(0.15)  # the slow server's pace, not a synchronisation
             await msg.respond(json.dumps({"stream": "S", "seq": answered}).encode())
 
     sub = await nc.subscribe(subject, cb=ack)
