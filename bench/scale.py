@@ -5,7 +5,9 @@ bench) as a subprocess with `--json`, one cluster count at a time, each under it
 one hung size is reported as such and the rest still run. Keeps every raw result (JSON Lines of
 clusternet_nats.testing.benchresult) and each run's output in --results, then renders the report
 from what is there: a figure that was not measured says why (timeout, failure, bench missing, the
-bench did not report it), never a guess.
+bench did not report it), never a guess. The machine is shared, so one size may be run again: the
+figures are the last attempt's, and a time target shows every finished run of that commit beside
+it, met only if each run met it.
 
     .venv/bin/python bench/scale.py                               # 100, 1,000, 5,000, 10,000
     .venv/bin/python bench/scale.py --clusters 100,1000 --results /root/scratch/results
@@ -270,6 +272,8 @@ class Outcome:
     runs: dict[tuple[str, int], Run] = field(default_factory=dict)
     records: dict[tuple[str, int], list[BenchResult]] = field(default_factory=dict)
     history: list[Run] = field(default_factory=list)  # every run, earlier attempts included
+    attempts: dict[tuple[str, int], list[list[BenchResult]]] = field(default_factory=dict)
+    """The records of every run that finished, the latest among them, oldest first."""
 
     @property
     def sizes(self) -> list[int]:
@@ -294,6 +298,13 @@ def load(results: Path) -> Outcome:
             run = replace(run, reason=f"{said} (its output was overwritten by the later attempt)")
         outcome.history[index] = run
         outcome.runs[(run.bench, run.clusters)] = run
+    read_files: set[str] = set()
+    for run in outcome.history:
+        if run.status != "ok" or not run.results_file or run.results_file in read_files:
+            continue
+        read_files.add(run.results_file)  # before attempts had files of their own, a later one wrote over it
+        with contextlib.suppress(OSError, BenchResultError):
+            outcome.attempts.setdefault((run.bench, run.clusters), []).append(read(results / run.results_file))
     for key, run in list(outcome.runs.items()):
         path = results / run.results_file if run.results_file else None
         if path is None or not path.exists():
@@ -365,6 +376,22 @@ class Series:
             elif reasons:
                 points.append(Point(n, None, missing="; ".join(dict.fromkeys(reasons))))
         return points
+
+    def repeats(self, outcome: Outcome, point: Point | None) -> list[float]:
+        """The figure in every finished run at `point`'s size recorded at the commit of its
+        record, oldest first (its own included): how far one machine's noise spreads it."""
+        if point is None or point.record is None:
+            return []
+        commit = point.record.machine.git_commit
+        values = []
+        for bench in self.benches:
+            for records in outcome.attempts.get((bench, point.clusters), []):
+                found = (number(r.figures.get(self.figure)) for r in records
+                         if r.machine.git_commit == commit and self.match(r))
+                value = next((v for v in found if v is not None), None)
+                if value is not None:
+                    values.append(value)
+        return values
 
 
 def strategy(name: str) -> Callable[[BenchResult], bool]:
@@ -646,14 +673,26 @@ class Report:
     ) -> list[str]:
         rows = []
 
-        def seconds(points: list[Point], n: int, limit: float, what: str) -> None:
+        def seconds(series: Series, points: list[Point], n: int, limit: float, what: str) -> None:
             p = at(points, n)
             value = p.value if p and isinstance(p.value, float) else None
             measured = f"{fmt(value)} s" if value is not None else "not measured" + (f": {p.missing}" if p else "")
-            rows.append([what, f"< {limit:g} s", measured, verdict(None if value is None else value < limit)])
+            met = verdict(None if value is None else value < limit)
+            # The machine is shared: where a size was run more than once at this commit, every
+            # run is shown, and the target is met only if it was met in each.
+            repeats = series.repeats(self.outcome, p) if value is not None else []
+            if len(repeats) > 1:
+                measured += f" (every run of this commit: {', '.join(fmt(v) for v in repeats)} s)"
+                meeting = sum(1 for v in repeats if v < limit)
+                if 0 < meeting < len(repeats):
+                    met = f"**met in {meeting} of {len(repeats)} runs**"
+                else:
+                    met = verdict(meeting == len(repeats))
+            rows.append([what, f"< {limit:g} s", measured, met])
 
-        seconds(apply["Replication"], 1000, 3, "1,000 clusters: apply Replication → all Success")
-        seconds(apply["Replication"], 10000, 20, "10,000 clusters: apply Replication → all Success")
+        seconds(APPLY["Replication"], apply["Replication"], 1000, 3, "1,000 clusters: apply Replication → all Success")
+        seconds(APPLY["Replication"], apply["Replication"], 10000, 20,
+                "10,000 clusters: apply Replication → all Success")
         # At the largest size measured: at 100 clusters the rate is of a burst of a fraction of a second.
         rates = [(p.clusters, p.value, p) for p in write_rate["Replication"] if isinstance(p.value, float) and p.record]
         if rates:
@@ -667,7 +706,7 @@ class Report:
             ])
         else:
             rows.append(["Description throughput", "≥ 2,000/s and ≥ 0.15 x raw", "not measured", verdict(None)])
-        seconds(registration, 10000, 60, "10,000 clusters registered → Ready")
+        seconds(REGISTRATION, registration, 10000, 60, "10,000 clusters registered → Ready")
         heartbeat = at(cpu, 10000)
         hb = cpu_at_default(heartbeat) if heartbeat else None
         if hb:
@@ -792,7 +831,8 @@ class Report:
                 "; ".join(x for x in (superseded, run.reason, others) if x),
             ])
         return ["## Runs", "", "Every run, in order; where a size was run again, the figures are from the last "
-                "attempt and the earlier one stays listed.", "",
+                "attempt and the earlier one stays listed. A time target lists every finished run of its size "
+                "at the commit of that attempt, and counts as met only if each run met it.", "",
                 *table(["bench", "clusters", "status", "seconds", "load before", "notes"], rows), ""]
 
     def notes_section(self) -> list[str]:
