@@ -380,18 +380,21 @@ class Series:
     def repeats(self, outcome: Outcome, point: Point | None) -> list[float]:
         """The figure in every finished run at `point`'s size recorded at the commit of its
         record, oldest first (its own included): how far one machine's noise spreads it."""
+        return [value for value, _ in self.repeat_records(outcome, point)]
+
+    def repeat_records(self, outcome: Outcome, point: Point | None) -> list[tuple[float, BenchResult]]:
+        """`repeats`, each with the record it is from (its raw reference)."""
         if point is None or point.record is None:
             return []
         commit = point.record.machine.git_commit
-        values = []
+        found: list[tuple[float, BenchResult]] = []
         for bench in self.benches:
             for records in outcome.attempts.get((bench, point.clusters), []):
-                found = (number(r.figures.get(self.figure)) for r in records
-                         if r.machine.git_commit == commit and self.match(r))
-                value = next((v for v in found if v is not None), None)
+                matching = [r for r in records if r.machine.git_commit == commit and self.match(r)]
+                value = next(((v, r) for r in matching if (v := number(r.figures.get(self.figure))) is not None), None)
                 if value is not None:
-                    values.append(value)
-        return values
+                    found.append(value)
+        return found
 
 
 def strategy(name: str) -> Callable[[BenchResult], bool]:
@@ -690,22 +693,29 @@ class Report:
                     met = verdict(meeting == len(repeats))
             rows.append([what, f"< {limit:g} s", measured, met])
 
+        def throughput(series: Series, points: list[Point], what: str, required: bool) -> None:
+            rates = [p for p in points if isinstance(p.value, float) and p.record]
+            if not rates:
+                if required:
+                    rows.append([what, "≥ 2,000/s and ≥ 0.15 x raw", "not measured", verdict(None)])
+                return
+            largest = max(rates, key=lambda p: p.clusters)
+            runs = series.repeat_records(self.outcome, largest) or [(float(largest.value), largest.record)]
+            meets = [rate >= 2000 and rate / record.reference_msgs_per_s >= 0.15 for rate, record in runs]
+            measured = f"{cluster_label(largest.clusters)}: " + ", ".join(
+                f"{rate:,.0f}/s = {rate / record.reference_msgs_per_s:.3f} x {ref_of(record)}" for rate, record in runs)
+            met = verdict(all(meets)) if all(meets) or not any(meets) else \
+                f"**met in {sum(meets)} of {len(meets)} runs**"
+            rows.append([what, "≥ 2,000/s and ≥ 0.15 x raw", measured, met])
+
         seconds(APPLY["Replication"], apply["Replication"], 1000, 3, "1,000 clusters: apply Replication → all Success")
         seconds(APPLY["Replication"], apply["Replication"], 10000, 20,
                 "10,000 clusters: apply Replication → all Success")
         # At the largest size measured: at 100 clusters the rate is of a burst of a fraction of a second.
-        rates = [(p.clusters, p.value, p) for p in write_rate["Replication"] if isinstance(p.value, float) and p.record]
-        if rates:
-            _, rate, largest = max(rates, key=lambda row: row[0])
-            ratio = rate / largest.record.reference_msgs_per_s if largest.record else 0.0
-            rows.append([
-                "Description throughput, Replication rollout at the largest size measured",
-                "≥ 2,000/s and ≥ 0.15 x raw",
-                f"{rate:,.0f}/s at {cluster_label(largest.clusters)} = {ratio:.3f} x {ref_of(largest.record)}",
-                verdict(rate >= 2000 and ratio >= 0.15),
-            ])
-        else:
-            rows.append(["Description throughput", "≥ 2,000/s and ≥ 0.15 x raw", "not measured", verdict(None)])
+        throughput(WRITE_RATE["Replication"], write_rate["Replication"],
+                   "Description throughput, Replication rollout at the largest size measured", required=True)
+        throughput(SECURED_RATE, SECURED_RATE.points(self.outcome),
+                   "the same, on the secured hub as shipped (bench/fleet.py --rollout)", required=False)
         seconds(REGISTRATION, registration, 10000, 60, "10,000 clusters registered → Ready")
         heartbeat = at(cpu, 10000)
         hb = cpu_at_default(heartbeat) if heartbeat else None
