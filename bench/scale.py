@@ -6,8 +6,8 @@ one hung size is reported as such and the rest still run. Keeps every raw result
 clusternet_nats.testing.benchresult) and each run's output in --results, then renders the report
 from what is there: a figure that was not measured says why (timeout, failure, bench missing, the
 bench did not report it), never a guess. The machine is shared, so one size may be run again: the
-figures are the last attempt's, and a time target shows every finished run of that commit beside
-it, met only if each run met it.
+figures are the last attempt's, and a target (a time, the Description rate) shows every finished
+run of that commit beside it, met only if each run met it.
 
     .venv/bin/python bench/scale.py                               # 100, 1,000, 5,000, 10,000
     .venv/bin/python bench/scale.py --clusters 100,1000 --results /root/scratch/results
@@ -841,8 +841,9 @@ class Report:
                 "; ".join(x for x in (superseded, run.reason, others) if x),
             ])
         return ["## Runs", "", "Every run, in order; where a size was run again, the figures are from the last "
-                "attempt and the earlier one stays listed. A time target lists every finished run of its size "
-                "at the commit of that attempt, and counts as met only if each run met it.", "",
+                "attempt and the earlier one stays listed. A target (a time, the Description rate) lists every "
+                "finished run of its size at the commit of that attempt, and counts as met only if each run met "
+                "it.", "",
                 *table(["bench", "clusters", "status", "seconds", "load before", "notes"], rows), ""]
 
     def notes_section(self) -> list[str]:
