@@ -377,13 +377,10 @@ class Series:
                 points.append(Point(n, None, missing="; ".join(dict.fromkeys(reasons))))
         return points
 
-    def repeats(self, outcome: Outcome, point: Point | None) -> list[float]:
+    def repeats(self, outcome: Outcome, point: Point | None) -> list[tuple[float, BenchResult]]:
         """The figure in every finished run at `point`'s size recorded at the commit of its
-        record, oldest first (its own included): how far one machine's noise spreads it."""
-        return [value for value, _ in self.repeat_records(outcome, point)]
-
-    def repeat_records(self, outcome: Outcome, point: Point | None) -> list[tuple[float, BenchResult]]:
-        """`repeats`, each with the record it is from (its raw reference)."""
+        record, oldest first (its own included), each with its record (its raw reference): how far
+        one machine's noise spreads it."""
         if point is None or point.record is None:
             return []
         commit = point.record.machine.git_commit
@@ -478,6 +475,12 @@ def ref_of(record: BenchResult | None) -> str:
 
 def verdict(met: bool | None) -> str:
     return {True: "met", False: "**not met**", None: "not measured"}[met]
+
+
+def verdict_over(runs: Sequence[bool]) -> str:
+    """Met only if every run met it; where some did, how many."""
+    meeting = sum(runs)
+    return verdict(meeting == len(runs)) if meeting in (0, len(runs)) else f"**met in {meeting} of {len(runs)} runs**"
 
 
 def at(points: Sequence[Point], n: int) -> Point | None:
@@ -683,14 +686,10 @@ class Report:
             met = verdict(None if value is None else value < limit)
             # The machine is shared: where a size was run more than once at this commit, every
             # run is shown, and the target is met only if it was met in each.
-            repeats = series.repeats(self.outcome, p) if value is not None else []
+            repeats = [v for v, _ in series.repeats(self.outcome, p)] if value is not None else []
             if len(repeats) > 1:
                 measured += f" (every run of this commit: {', '.join(fmt(v) for v in repeats)} s)"
-                meeting = sum(1 for v in repeats if v < limit)
-                if 0 < meeting < len(repeats):
-                    met = f"**met in {meeting} of {len(repeats)} runs**"
-                else:
-                    met = verdict(meeting == len(repeats))
+                met = verdict_over([v < limit for v in repeats])
             rows.append([what, f"< {limit:g} s", measured, met])
 
         def throughput(series: Series, points: list[Point], what: str, required: bool) -> None:
@@ -700,12 +699,10 @@ class Report:
                     rows.append([what, "≥ 2,000/s and ≥ 0.15 x raw", "not measured", verdict(None)])
                 return
             largest = max(rates, key=lambda p: p.clusters)
-            runs = series.repeat_records(self.outcome, largest) or [(float(largest.value), largest.record)]
-            meets = [rate >= 2000 and rate / record.reference_msgs_per_s >= 0.15 for rate, record in runs]
+            runs = series.repeats(self.outcome, largest) or [(float(largest.value), largest.record)]
             measured = f"{cluster_label(largest.clusters)}: " + ", ".join(
                 f"{rate:,.0f}/s = {rate / record.reference_msgs_per_s:.3f} x {ref_of(record)}" for rate, record in runs)
-            met = verdict(all(meets)) if all(meets) or not any(meets) else \
-                f"**met in {sum(meets)} of {len(meets)} runs**"
+            met = verdict_over([rate >= 2000 and rate / record.reference_msgs_per_s >= 0.15 for rate, record in runs])
             rows.append([what, "≥ 2,000/s and ≥ 0.15 x raw", measured, met])
 
         seconds(APPLY["Replication"], apply["Replication"], 1000, 3, "1,000 clusters: apply Replication → all Success")
