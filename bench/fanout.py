@@ -14,11 +14,14 @@ can be read against it: the consumers' filters (`--filter wildcard`, a cluster's
 `>`, as the system's; `literal`, one subject per cluster) and their kind can be compared alone.
 `--rounds N` writes every cluster N times, each round once the last is delivered: the first
 round is a fleet's first rollout, the later ones every change after it, which cost nats-server
-more with wildcard filters (docs/architecture.md, "Known limits").
+more with wildcard filters (docs/architecture.md, "Known limits"). `--streams S` spreads the
+clusters over S buckets made like the Descriptions bucket (cluster i's consumer and writes in
+bucket i mod S), to measure what Descriptions sharded over several streams would cost instead.
 
     .venv/bin/python bench/fanout.py --clusters 10000
     .venv/bin/python bench/fanout.py --clusters 10000 --rounds 3
     .venv/bin/python bench/fanout.py --clusters 10000 --consumer pull --filter literal
+    .venv/bin/python bench/fanout.py --clusters 10000 --rounds 2 --streams 8
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from clusternet_nats.api.intake import DELIVERY_HEARTBEAT
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.hub.intake.feed import descriptions_consumer
 from clusternet_nats.store import ensure_buckets
+from clusternet_nats.store.buckets import MAX_VALUE_BYTES, StoreLayout, ensure_stream, kv_stream_config
 from clusternet_nats.store.informer import FETCH_BATCH, FLEET_IDLE_POLL, informer_consumer
 from clusternet_nats.store.keys import kv_stream, kv_subject_prefix
 from clusternet_nats.store.kv import MAX_PENDING
@@ -50,17 +54,22 @@ async def fan_out(url: str, server: psutil.Process, args: argparse.Namespace) ->
     nc = await nats.connect(url)
     js = nc.jetstream()
     await ensure_buckets(js)
-    bucket = KindInfo.of(Description).bucket
-    stream, prefix = kv_stream(bucket), kv_subject_prefix(bucket)
+    descriptions = KindInfo.of(Description).bucket
+    buckets = [descriptions] + [f"{descriptions}-{shard}" for shard in range(1, args.streams)]
+    for bucket in buckets[1:]:  # made as the Descriptions bucket is (store/buckets.py)
+        await ensure_stream(js, kv_stream_config(bucket, StoreLayout(), MAX_VALUE_BYTES, direct=True))
     delivered: set[int] = set()
     everyone = asyncio.Event()
 
     def nats_cpu() -> float:
         return cpu_seconds({"nats": server})["nats"]
 
+    def bucket_of(cluster: int) -> str:
+        return buckets[cluster % len(buckets)]
+
     def subject(cluster: int) -> str:
         # wildcard: the system's keys (<namespace>.<name>) under a filter <namespace>.>
-        return f"{prefix}ns{cluster}" + (".desc" if args.filter == "wildcard" else "")
+        return f"{kv_subject_prefix(bucket_of(cluster))}ns{cluster}" + (".desc" if args.filter == "wildcard" else "")
 
     async def follow(cluster: int, reader: PullReader) -> None:
         await reader.next()  # raises ConsumerGoneError on a gap or a silent consumer
@@ -73,6 +82,8 @@ async def fan_out(url: str, server: psutil.Process, args: argparse.Namespace) ->
     started = time.monotonic()
     for cluster in range(args.clusters):
         reader: PullReader
+        bucket = bucket_of(cluster)
+        stream, prefix = kv_stream(bucket), kv_subject_prefix(bucket)
         if args.consumer == "push":  # the hub's, for an agent (hub/intake/feed.py)
             inbox = f"_BENCH.fanout.{cluster}"
             config = descriptions_consumer(bucket, f"ns{cluster}", inbox, 0)
@@ -89,7 +100,8 @@ async def fan_out(url: str, server: psutil.Process, args: argparse.Namespace) ->
         readers.append(reader)
         followers.append(asyncio.create_task(follow(cluster, reader)))
     print(
-        f"{args.clusters} {args.consumer} consumers ({args.filter} filters) made in {time.monotonic() - started:.1f} s"
+        f"{args.clusters} {args.consumer} consumers ({args.filter} filters) on {len(buckets)} stream(s) made in"
+        f" {time.monotonic() - started:.1f} s"
     )
 
     payload = b"x" * args.size
@@ -134,6 +146,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=2048, help="bytes per write")
     parser.add_argument("--idle", type=float, default=DELIVERY_HEARTBEAT + 5, help="seconds idle measured after")
     parser.add_argument("--rounds", type=int, default=1, help="writes per cluster, each round once all delivered")
+    parser.add_argument("--streams", type=int, default=1, help="buckets the clusters are spread over")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for every delivery")
     args = parser.parse_args()
     with NatsServer() as server:
