@@ -82,3 +82,24 @@ async def test_only_descriptions_of_clusters_the_hub_deploys_to_are_queued(
     )
     await eventually(lambda: descriptions.key_of(pushed) in queued, what="the Push cluster's Description queued")
     assert descriptions.key_of(pulled) not in queued
+
+
+async def test_a_prune_keeps_its_own_namespace_descriptions_as_they_come_and_go(
+    pusher: tuple[Pusher, list[str]], js: JetStreamContext, unique_ns: str
+) -> None:
+    """What a cluster turning pushable is told to keep: its namespace's Descriptions, from an
+    index kept as they change (not a pass over every Description of the fleet per cluster)."""
+    made, _ = pusher
+    mine, other = unique_ns, f"{unique_ns}x"  # a namespace its name's prefix must not pull in
+    descriptions: ObjectStore[Description] = ObjectStore(js, KindInfo.of(Description))
+    spec = DescriptionSpec(deployer=DeployerType.GENERIC, raw=[])
+    first = await descriptions.create(Description.new("app", mine, spec=spec))
+    second = await descriptions.create(Description.new("web", mine, spec=spec))
+    await descriptions.create(Description.new("app", other, spec=spec))
+    both = sorted([descriptions.key_of(first), descriptions.key_of(second)])
+    await eventually(lambda: made.descriptions_in(other) == [object_key(other, "app")], what="the other's heard")
+    assert made.descriptions_in(mine) == both
+    await descriptions.delete(mine, "app")
+    await eventually(
+        lambda: made.descriptions_in(mine) == [descriptions.key_of(second)], what="the deleted one no longer kept"
+    )

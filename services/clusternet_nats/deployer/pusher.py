@@ -40,6 +40,7 @@ from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.runtime.tunnel import request_cluster
 from clusternet_nats.store import StatusStore, object_key, split_key
 from clusternet_nats.store.deploy_events import DeployOutcomes
+from clusternet_nats.store.index import Index
 
 PUSH_TIMEOUT = 10.0
 
@@ -79,29 +80,30 @@ class Pusher:
         self.outcomes = DeployOutcomes(ctx.recorder, log.bind(via="push"))
         self._unreachable: set[str] = set()
         """Clusters a push could not reach: their next heartbeat means the link is back."""
-        caches.descriptions.add_handler(lambda key, _desc: self._description_changed(key))
+        self._descriptions_by_namespace: Index[Description, str] = Index(lambda desc: (desc.metadata.namespace or "",))
+        """What a prune keeps, without reading every Description for each cluster that turns pushable."""
+        caches.descriptions.add_handler(self._description_changed)
         caches.clusters.add_handler(lambda key, _obj: self._cluster_changed(key))
         self.cluster_statuses.add_handler(lambda key, _status: self._cluster_changed(key))
 
-    def _target(self, namespace: str) -> tuple[ManagedCluster, Pushability | None] | None:
-        """The cluster of `namespace` and its status, if the hub deploys to it (Push, Dual)."""
-        key = self._cluster_in.get(namespace)
-        cluster = self.caches.clusters.get(key) if key else None
-        if cluster is None:
-            return None
-        status = self.cluster_statuses.get(key or "")
-        if not deployable_by_hub(cluster.spec.sync_mode, status.app_pusher if status else None):
-            return None
-        return cluster, status
+    def _hub_deploys_to(self, cluster_key: str | None) -> bool:
+        """Whether the hub deploys to the cluster (Push, Dual), as `_cluster_changed` last decided:
+        the one place that decides it, so a Description and a cluster are never judged apart."""
+        return cluster_key is not None and self._pushable.get(cluster_key, (False, False))[0]
 
-    def _description_changed(self, key: str) -> None:
+    def _target(self, namespace: str) -> ManagedCluster | None:
+        """The cluster of `namespace`, if the hub deploys to it."""
+        key = self._cluster_in.get(namespace)
+        return self.caches.clusters.get(key) if key is not None and self._hub_deploys_to(key) else None
+
+    def _description_changed(self, key: str, desc: Description | None) -> None:
         """Queued only for a cluster the hub deploys to: a Pull fleet's rollout queues nothing
         here (10,000 keys, each dropped by its pass, cost the deployer a second). A cluster that
         turns pushable later is pruned and given all its Descriptions (`_cluster_changed`).
         Told of every Description the deployer writes, as it writes them: so it asks only what
         `_cluster_changed` keeps, not the cluster and its status."""
-        cluster_key = self._cluster_in.get(split_key(key, namespaced=True)[0])
-        if cluster_key is not None and self._pushable.get(cluster_key, (False, False))[0]:
+        self._descriptions_by_namespace.update(key, desc)
+        if self._hub_deploys_to(self._cluster_in.get(split_key(key, namespaced=True)[0])):
             self.queue.add(key)
 
     def _cluster_changed(self, key: str) -> None:
@@ -124,18 +126,23 @@ class Pusher:
             self._unreachable.discard(key)
             self.prunes.add(key)
 
-    def _descriptions_in(self, namespace: str) -> list[str]:
-        return [key for key, _desc in self.caches.descriptions.items() if key.startswith(namespace + ".")]
+    def descriptions_in(self, namespace: str) -> list[str]:
+        """The keys of the Descriptions in a cluster's dedicated namespace."""
+        return self._descriptions_by_namespace.keys_for(namespace)
 
     async def prune(self, cluster_key: str) -> None:
-        """Tells a cluster everything it should hold, then pushes each of those again."""
-        target = self._target(split_key(cluster_key, namespaced=True)[0])
-        if target is None:
+        """Tells a cluster everything it should hold, then pushes each of those again.
+
+        What it holds is read again after the prune's round trip: a Description written meanwhile
+        may have been applied and reported before the cluster pruned it, so its status is kept
+        and it is pushed again, after the prune."""
+        cluster = self._target(split_key(cluster_key, namespaced=True)[0])
+        if cluster is None:
             return
-        cluster, _ = target
-        keep = self._descriptions_in(cluster.namespace)
-        await self._push(cluster, PRUNE, PruneRequest(keep=keep))
-        for key in set(await self.statuses.bucket.keys(f"{cluster.namespace}.>")) - set(keep):
+        await self._push(cluster, PRUNE, PruneRequest(keep=self.descriptions_in(cluster.namespace)))
+        reported = set(await self.statuses.bucket.keys(f"{cluster.namespace}.>"))
+        keep = self.descriptions_in(cluster.namespace)
+        for key in reported.difference(keep):
             await self.statuses.delete(key)  # pruned: a deletion waiting for this cluster may end
             self.outcomes.forget(key)
         for key in keep:
@@ -143,10 +150,9 @@ class Pusher:
 
     async def reconcile(self, key: str) -> None:
         namespace, _ = split_key(key, namespaced=True)
-        target = self._target(namespace)
-        if target is None:
+        cluster = self._target(namespace)
+        if cluster is None:
             return
-        cluster, _ = target
         desc = self.caches.descriptions.get(key)
         reply = await self._push(cluster, APPLY, PushRequest(key=key, description=desc))
         if desc is None:
