@@ -83,12 +83,14 @@ DEFAULT_REPORT_FREQUENCY = 180.0
 
 
 def service(name: str, directory: Path, args: list[str], module: str | None = None) -> ServiceProcess:
+    module = module or name
     return ServiceProcess(
         name=name,
-        module=f"clusternet_nats.{module or name}",
+        module=f"clusternet_nats.{module}",
         args=[*args, "--log-level", "warning"],
         log_path=directory / f"{name}.log",
         health_port=free_port(),
+        simulated_clusters=module == "agent",  # every agent here hosts simulated clusters
     )
 
 

@@ -619,7 +619,10 @@ class Report:
                   "of a core: the hub initialises each newly Ready cluster after the system reports it ready). "
                   "The fleet bench then rolls the same Replication Subscription out on the secured hub "
                   "(`--rollout`), where every status write and Event of an agent is a request to the hub's "
-                  "intake: its own table below.", ""]
+                  "intake: its own table below. In both, the processes hosting the simulated clusters run at the "
+                  "lowest CPU priority, as processes and as autogroups (`testing/priority.py`), since a real "
+                  "cluster's agent runs on machines of its own; runs recorded before 2026-12-03 gave them an equal "
+                  "share, which took most of the two cores from the hub side (docs/architecture.md).", ""]
         for s in APPLY:
             lines += time_section(f"`cnet apply` of a {s} Subscription → every Description Success",
                                   apply[s], write_rate[s], {1000: 3, 10000: 20} if s == "Replication" else {})

@@ -14,8 +14,10 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from clusternet_nats.cli.main import app
+from clusternet_nats.testing.priority import LOWEST_NICE, autogroup_nice
 from clusternet_nats.testing.system import System
 from clusternet_nats.testing.waiting import eventually
 from prometheus_client.metrics_core import Metric
@@ -110,6 +112,18 @@ async def test_every_service_serves_parsable_metrics_with_histograms(rolled_out:
     }
     assert len(used) >= 15, used
     assert used <= served, f"the dashboard reads metrics no service serves: {sorted(used - served)}"
+
+
+def test_the_simulated_clusters_run_below_the_hub_side(rolled_out: System) -> None:
+    """The agents yield the CPU (testing/priority.py); nats-server and the hub side do not."""
+    for name in rolled_out.agents():
+        proc = rolled_out.services[name].proc
+        assert proc is not None
+        assert psutil.Process(proc.pid).nice() == LOWEST_NICE, name
+        assert autogroup_nice(proc.pid) in (None, LOWEST_NICE), name
+    for name, pid in rolled_out.hub_side_pids().items():
+        assert psutil.Process(pid).nice() < LOWEST_NICE, name
+        assert autogroup_nice(pid) in (None, 0), name
 
 
 def test_the_scrape_config_reads_the_health_port_of_every_service() -> None:

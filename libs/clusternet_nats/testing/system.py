@@ -27,6 +27,7 @@ from typing import Any
 from clusternet_nats.cli import config as cnet_config
 from clusternet_nats.runtime.pki import write_file
 from clusternet_nats.testing.natsserver import NatsCluster, NatsServer, free_port
+from clusternet_nats.testing.priority import yield_cpu
 
 HUB_SIDE_SERVICES = ("hub", "scheduler", "deployer", "predictor")
 DEFAULT_LABELS_CYCLE = "env=prod,region=ap-shanghai;env=staging,region=ap-beijing;env=prod,region=ap-beijing"
@@ -61,6 +62,8 @@ class ServiceProcess:
     log_path: Path
     health_port: int
     env: dict[str, str] = field(default_factory=dict)
+    simulated_clusters: bool = False
+    """It hosts simulated clusters: run at the lowest CPU priority (testing/priority.py)."""
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -77,6 +80,8 @@ class ServiceProcess:
             start_new_session=True,
         )
         log.close()
+        if self.simulated_clusters:
+            yield_cpu(self.proc.pid)
 
     def stop(self, timeout: float = 15.0) -> int | None:
         """SIGTERM, as Kubernetes would; returns the exit code."""
@@ -216,9 +221,17 @@ class System:
                 "CNET_LOG_LEVEL": self.log_level,
                 "CNET_STREAM_REPLICAS": self.stream_replicas,
             },
+            simulated_clusters=True,
         )
 
-    def _add(self, name: str, module: str, args: list[str], env: dict[str, str] | None = None) -> None:
+    def _add(
+        self,
+        name: str,
+        module: str,
+        args: list[str],
+        env: dict[str, str] | None = None,
+        simulated_clusters: bool = False,
+    ) -> None:
         self.services[name] = ServiceProcess(
             name=name,
             module=module,
@@ -226,6 +239,7 @@ class System:
             log_path=self.workdir / f"{name}.log",
             health_port=free_port(),
             env=env or {},
+            simulated_clusters=simulated_clusters,
         )
 
     @property
