@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -265,14 +265,18 @@ class Deployer:
         return [base for base, _ in synced]
 
     def _announce(self, changes: Sequence[tuple[Base | Description, Base | Subscription, str, Outcome]]) -> None:
-        """Logs, and records an Event (on its parent) for, each object created or updated. The
-        Events go out beside the reconcile, not in its way: recording is best-effort, and a
-        fleet's worth of them awaited would hold the Descriptions and the status back by seconds."""
+        """Records an Event (on its parent) for each object created or updated, and logs them:
+        each at debug (Clusternet's deployer logs each at klog's V(4)), how many at info, so a
+        fleet's rollout is one line, not 20,000. The Events go out beside the reconcile, not in
+        its way: recording is best-effort, and a fleet's worth of them awaited would hold the
+        Descriptions and the status back by seconds."""
         announced = [change for change in changes if change[3] is not Outcome.UNCHANGED]
         for obj, _, kind, outcome in announced:
-            log.info(f"deployer.{kind.lower()}_synced", cluster=obj.namespace, name=obj.name, outcome=outcome)
+            log.debug(f"deployer.{kind.lower()}_synced", cluster=obj.namespace, name=obj.name, outcome=outcome)
         if not announced:
             return
+        counted = Counter(f"{kind.lower()}_{outcome.lower()}" for _, _, kind, outcome in announced)
+        log.info("deployer.synced", **counted)
         recording = asyncio.create_task(
             self.recorder.record_all(
                 [
