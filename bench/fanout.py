@@ -36,6 +36,7 @@ from clusternet_nats.api.apps import Description
 from clusternet_nats.api.intake import DELIVERY_HEARTBEAT
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.hub.intake.feed import descriptions_consumer
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.store import ensure_buckets
 from clusternet_nats.store.buckets import MAX_VALUE_BYTES, StoreLayout, ensure_stream, kv_stream_config
 from clusternet_nats.store.informer import FETCH_BATCH, FLEET_IDLE_POLL, informer_consumer
@@ -89,7 +90,7 @@ async def fan_out(url: str, server: psutil.Process, args: argparse.Namespace) ->
             config = descriptions_consumer(bucket, f"ns{cluster}", inbox, 0)
             reader = PushReader(nc, stream, config.name or "", inbox, DELIVERY_HEARTBEAT)
             await reader.start()
-            await nc.flush()  # a push consumer delivers once its subject has (literal) interest
+            await barrier(nc)  # a push consumer delivers once its subject has (literal) interest
         else:  # an agent's informer's own (store/informer.py)
             config = informer_consumer(f"fanout-{cluster}", f"{prefix}ns{cluster}.>", 0, FLEET_IDLE_POLL)
             reader = PullReader(nc, stream, config.name or "", FETCH_BATCH, FLEET_IDLE_POLL)

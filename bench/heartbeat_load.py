@@ -32,6 +32,7 @@ import psutil
 from clusternet_nats.agent.heartbeat import DEFAULT_REPORT_FREQUENCY
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.api.subjects import HEARTBEAT
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.testing import benchresult
 from clusternet_nats.testing.reference import load_average, publish_async_rate
 from clusternet_nats.testing.system import System
@@ -65,7 +66,7 @@ async def count_window(url: str, window: float) -> tuple[int, int, float]:
     try:
         js = nc.jetstream()
         await nc.subscribe(HEARTBEAT.filter(), cb=heard)
-        await nc.flush()
+        await barrier(nc)
         seq0, started = (await js.stream_info(STATUS_STREAM)).state.last_seq, time.monotonic()
         await asyncio.sleep(window)  # the measurement window
         seq1, elapsed = (await js.stream_info(STATUS_STREAM)).state.last_seq, time.monotonic() - started

@@ -32,6 +32,7 @@ from clusternet_nats.api.apps import FeedInventory, Subscription
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
 from clusternet_nats.api.registry import KindInfo
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.store import BINDINGS_BUCKET, ObjectStore, StatusStore, ensure_buckets, object_key
 from clusternet_nats.store.keys import kv_subject_prefix
 from clusternet_nats.testing.natsserver import NatsServer, free_port
@@ -127,7 +128,7 @@ async def request_reply_rate(nc: NATS, count: int) -> float:
         await msg.respond(msg.data)
 
     sub = await nc.subscribe("bench.echo", cb=echo)
-    await nc.flush()
+    await barrier(nc)
     start = time.perf_counter()
     for _ in range(count):
         await nc.request("bench.echo", b"x" * 64, timeout=5)

@@ -10,6 +10,7 @@ import nats
 from clusternet_nats.agent.service import Agent, AgentOptions
 from clusternet_nats.api.apps import DeployerType, Description, DescriptionPhase, DescriptionSpec, DescriptionStatus
 from clusternet_nats.api.registry import by_kind
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.store import ObjectStore, StatusStore
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
@@ -47,7 +48,7 @@ async def test_statuses_are_written_without_reading_them_back_and_a_foreign_writ
     spy = await nats.connect(nats_server.url)
     await spy.subscribe(f"$JS.API.DIRECT.GET.KV_{BUCKET}.>", cb=on_read)
     await spy.subscribe(f"$JS.API.STREAM.MSG.GET.KV_{BUCKET}", cb=on_read)
-    await spy.flush()
+    await barrier(spy)
     try:
         async with running_service("agent", agent.build, nats_server.url):
             created = [
@@ -73,7 +74,7 @@ async def test_statuses_are_written_without_reading_them_back_and_a_foreign_writ
                 )
 
             await eventually(all_success, 15, what="every Description Success")
-            await spy.flush()
+            await barrier(spy)
             assert reads == [], "a status is written on the revision last written, never read back first"
 
             # Someone else overwrites one status; the Description changes (one more object, so a
@@ -90,7 +91,7 @@ async def test_statuses_are_written_without_reading_them_back_and_a_foreign_writ
                 return done and value is not None and len(value.manifest_statuses or []) == 2
 
             await eventually(rewritten, 15, what="the status written again after the conflict")
-            await spy.flush()
+            await barrier(spy)
             assert reads == [key], "only the key whose CAS failed is read"
     finally:
         await spy.close()

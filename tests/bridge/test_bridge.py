@@ -16,6 +16,7 @@ from clusternet_nats.api.apps import SubscriptionStatus
 from clusternet_nats.api.binding import SubscriptionBinding
 from clusternet_nats.api.clusters import ManagedClusterStatus
 from clusternet_nats.bridge.objects import BRIDGED, FINALIZER
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.store import BINDINGS_BUCKET, ObjectStore, StatusStore, object_key
 from clusternet_nats.testing.clusters import report_cluster_status
 from clusternet_nats.testing.natsserver import NatsServer
@@ -99,7 +100,7 @@ async def test_subscription_round_trip_without_ping_pong(
         # A later user change arrives; the status writes in between published nothing.
         await parent.kubectl("label", "subs", "app", "-n", unique_ns, "tier=web")
         await eventually(lambda: _labelled(subs, unique_ns), timeout=20, what="label published")
-        await watcher.flush()
+        await barrier(watcher)
         assert len(published) == 2, [m.data for m in published]  # created, then labelled
 
         # Deleting on the parent deletes on NATS first, then lets the parent object go.

@@ -8,6 +8,7 @@ import asyncio
 import nats
 from clusternet_nats.api import Subscription, by_kind
 from clusternet_nats.bridge.service import builder
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.store import ObjectStore, ensure_buckets, object_key
 from clusternet_nats.testing.inprocess import running_service
 from clusternet_nats.testing.natsserver import NatsServer
@@ -52,7 +53,7 @@ async def test_restarts_of_bridge_and_nats(parent: Parent, private_nats: NatsSer
         await parent.kubectl("label", "subs", "app", "-n", unique_ns, "tier=one")
         async with running_service("clusternet-bridge", build, private_nats.url):
             await eventually(lambda: _label(subs, unique_ns, "one"), timeout=20, what="caught up")
-            await nc.flush()
+            await barrier(nc)
             assert len(published) == 1
 
             # NATS restarts under the running bridge; a change after it still arrives.

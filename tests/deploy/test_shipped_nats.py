@@ -18,6 +18,7 @@ import psutil
 import pytest
 from clusternet_nats.api.registration import APPROVED, inbox_prefix, registering_inbox_prefix
 from clusternet_nats.runtime import natsconf
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -100,7 +101,7 @@ async def _watching(url: str) -> AsyncIterator[list[Msg]]:
 
     nc = await nats.connect(url, allow_reconnect=False, connect_timeout=3)
     await nc.subscribe(">", cb=keep)
-    await nc.flush()
+    await barrier(nc)
     try:
         yield got
     finally:
@@ -117,7 +118,7 @@ async def _send_b_traffic(shipped: Shipped, cluster_id: str, namespace: str, b: 
     subjects = [f"clusternet.proxy.{namespace}.probe", f"{inbox_prefix(cluster_id)}.probe"]
     for subject in subjects:
         await b.subscribe(subject, cb=keep)
-    await b.flush()
+    await barrier(b)
     hub = via or await _connect(shipped.env("hub")["CNET_NATS_URL"])
 
     async def all_received() -> bool:
@@ -125,7 +126,7 @@ async def _send_b_traffic(shipped: Shipped, cluster_id: str, namespace: str, b: 
         # the leaf's assertion that none of it crossed stronger).
         for subject in set(subjects) - set(received):
             await hub.publish(subject, b"for B only")
-        await hub.flush()
+        await barrier(hub)
         return set(received) >= set(subjects)
 
     try:
@@ -184,7 +185,7 @@ async def test_leaf_node_with_a_bootstrap_token_receives_no_cluster_subjects(shi
                 one publisher's messages keeping their order, whatever came before has crossed."""
                 subject = f"{registering_inbox_prefix(fresh)}.{name}"
                 await hub.publish(subject, b"")
-                await hub.flush()
+                await barrier(hub)
                 return subject in [m.subject for m in got]
 
             await eventually(lambda: marker_arrived("up"), timeout=20, what="the token leaf's link is up")

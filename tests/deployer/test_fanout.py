@@ -22,6 +22,7 @@ from clusternet_nats.api.meta import ObjectMeta
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.deployer.service import build
 from clusternet_nats.domain.names import short_hash
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.store import BINDINGS_BUCKET, JsonBucket, ObjectStore, object_key
 from clusternet_nats.store.keys import kv_subject_prefix
 from clusternet_nats.testing.inprocess import running_service
@@ -171,7 +172,7 @@ async def test_many_clusters_render_once_each_and_a_globalization_change_rewrite
         labels = rendered["metadata"].get("labels", {})
         assert (labels.get("tier") == "edge") == (i % EDGE_EVERY == 0), cluster.namespace
         assert rendered["metadata"]["namespace"] == ns
-    await nc.flush()
+    await barrier(nc)
     assert len(writes) == CLUSTERS
     assert set(writes.values()) == {1}, "every Description written once"
 
@@ -181,7 +182,7 @@ async def test_many_clusters_render_once_each_and_a_globalization_change_rewrite
     changed.spec.overrides[0].value = _replicas_patch(4)  # type: ignore[index]
     await globalizations.update(changed, everywhere)
     await eventually(lambda: rendered_with(4), timeout=60, what="the Globalization's change in every cluster")
-    await nc.flush()
+    await barrier(nc)
     await counting.unsubscribe()
     local_key = object_key(local.namespace, description_name)
     assert writes[local_key] == 1, "content unchanged: not written again"

@@ -35,6 +35,7 @@ from clusternet_nats.api.registration import (
     registering_inbox_prefix,
 )
 from clusternet_nats.api.registry import by_kind
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.store import ObjectStore
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
@@ -99,7 +100,7 @@ class Connection:
     async def settle(self) -> None:
         """Round trip to the server: every publish and subscription before it has been processed."""
         with contextlib.suppress(Exception):
-            await self.nc.flush(timeout=5)
+            await barrier(self.nc, 5)
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import nats.errors
 import pytest
 from clusternet_nats.api.registration import APPROVED, reply_prefix
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.runtime.tunnel import request_cluster
 from clusternet_nats.store import Informer, JsonBucket
 from clusternet_nats.store.errors import IntakeRefusedError
@@ -103,7 +104,7 @@ async def test_cannot_write_anothers_status_or_cluster(hub: RegistrationHub, pai
     await bucket_of(a, "descriptions-status").create(f"{a.namespace}.app", b'{"phase":"Success"}')
     for bucket in ("descriptions-status", "managedclusters-status", "managedclusters"):
         await a.nc.publish(f"$KV.{bucket}.{b.namespace}.app", b'{"phase":"Success"}')
-    await a.nc.flush()
+    await barrier(a.nc)
     await eventually(lambda: violated(a), timeout=5, what="permission violation reported")
     hub_js = hub.nc.jetstream()
     assert await JsonBucket(hub_js, "descriptions-status").get(f"{a.namespace}.app") is not None
@@ -124,8 +125,8 @@ async def test_cannot_answer_anothers_requests(hub: RegistrationHub, pair: tuple
     await b.nc.subscribe(subject, cb=answer(b"from b"))
     await a.nc.subscribe(subject, cb=answer(b"from a"))
     await a.nc.publish(f"{reply_prefix(b.namespace)}.forged", b"from a")
-    await a.nc.flush()
-    await b.nc.flush()
+    await barrier(a.nc)
+    await barrier(b.nc)
     await eventually(lambda: sum(VIOLATION in e.lower() for e in a.client.errors) >= 2, timeout=5, what="refusals")
     await eventually(lambda: answers_hub(hub, b.namespace, subject), timeout=10, what="B answers the hub")
     answers = {(await request_cluster(hub.nc, b.namespace, subject, b"", timeout=3)).data for _ in range(5)}

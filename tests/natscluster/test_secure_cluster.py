@@ -16,7 +16,7 @@ from clusternet_nats.api.heartbeat import ClusterHeartbeat
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.api.subjects import CREDENTIALS_BUCKET, HEARTBEAT
 from clusternet_nats.hub.registration.testing import RegistrationHub, secured_hub
-from clusternet_nats.runtime.connection import Connection
+from clusternet_nats.runtime.connection import Connection, barrier
 from clusternet_nats.store import ObjectStore, StatusStore
 from clusternet_nats.store.keys import kv_stream
 from clusternet_nats.testing.natsserver import NatsServer
@@ -91,7 +91,7 @@ async def test_a_service_given_one_server_reconnects_to_a_discovered_one(hub: Re
     conn = Connection(hub.secure.auth.url(first, "scheduler"), "pytest")
     nc = await conn.connect(timeout=10)
     try:
-        await nc.flush()
+        await barrier(nc)
         first.kill()
 
         async def answered_elsewhere() -> bool:

@@ -24,6 +24,7 @@ from clusternet_nats.agent.identity import ClusterIdentity
 from clusternet_nats.agent.proxy import ProxyServer
 from clusternet_nats.api.proxy import CHUNK, FRAME_HEADER, SEQ_HEADER, WINDOW, FrameKind, ProxyOpen, ProxyUser
 from clusternet_nats.hub.proxy.stream import AgentGone, HubStream
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.runtime.frames import StreamBroken
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually, holds
@@ -196,7 +197,7 @@ async def test_frames_not_from_the_hub_are_ignored(nats_server: NatsServer) -> N
         # No reply, a reply outside the cluster's prefix, a reply naming another stream: all dropped.
         for reply in ("", f"_INBOX.{uuid.uuid4().hex}", f"clusternet.reply.{ns}.other"):
             await pair.hub.publish(f"clusternet.sockets.{ns}.s1", payload, reply=reply, headers=headers)
-        await pair.hub.flush()
+        await barrier(pair.hub)
         await holds(lambda: len(backend.requests) == seen, seconds=0.5, what="forged opens ignored")
 
 

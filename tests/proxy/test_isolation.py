@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from clusternet_nats.api.proxy import socket_subject, stream_reply
 from clusternet_nats.hub.registration.testing import RegistrationHub
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.testing.waiting import eventually, holds
 from nats.aio.msg import Msg
 
@@ -27,14 +28,14 @@ async def test_a_cluster_cannot_read_or_answer_another_clusters_proxy_streams(hu
 
     await a.nc.subscribe(socket_subject(a.namespace, "*"), cb=record)  # its own: allowed
     await a.nc.subscribe(socket_subject(b.namespace, "*"), cb=record)  # B's: refused
-    await a.nc.flush()
+    await barrier(a.nc)
     await hub.nc.subscribe(stream_reply(b.namespace, "s1"), cb=answered)
-    await hub.nc.flush()
+    await barrier(hub.nc)
 
     await hub.nc.publish(socket_subject(a.namespace, "s1"), b"to a", reply=stream_reply(a.namespace, "s1"))
     await hub.nc.publish(socket_subject(b.namespace, "s1"), b"to b", reply=stream_reply(b.namespace, "s1"))
     await a.nc.publish(stream_reply(b.namespace, "s1"), b"forged answer")
-    await a.nc.flush()
+    await barrier(a.nc)
 
     await eventually(lambda: seen_by_a == [socket_subject(a.namespace, "s1")], timeout=5, what="A's own stream")
     await eventually(

@@ -39,6 +39,7 @@ from clusternet_nats.api.proxy import (
 )
 from clusternet_nats.hub.proxy.stream import HubStream
 from clusternet_nats.hub.proxy.upgrade import SWITCHING, relay, websocket_upgrade
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually, holds
 from kubernetes_asyncio.client import ApiClient, Configuration
@@ -318,7 +319,7 @@ async def test_an_upgrade_not_from_the_hub_is_ignored(nats_server: NatsServer) -
         headers = {FRAME_HEADER: FrameKind.OPEN.value, SEQ_HEADER: "0"}
         for reply in ("", f"_INBOX.{uuid.uuid4().hex}", f"clusternet.reply.{ns}.other"):
             await relay_.hub.publish(f"clusternet.sockets.{ns}.s1", opened.to_json(), reply=reply, headers=headers)
-        await relay_.hub.flush()
+        await barrier(relay_.hub)
         await holds(lambda: relay_.peer.connections == 0, seconds=0.5, what="forged upgrades ignored")
 
 

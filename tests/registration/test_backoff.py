@@ -12,7 +12,7 @@ import pytest
 from clusternet_nats.api.subjects import AUTH_REQUEST
 from clusternet_nats.hub.registration import jwt
 from clusternet_nats.hub.registration.testing import RegistrationHub
-from clusternet_nats.runtime.connection import Connection
+from clusternet_nats.runtime.connection import Connection, barrier
 from clusternet_nats.store.backoff import Backoff
 from nats.aio.msg import Msg
 
@@ -55,13 +55,13 @@ async def test_refused_agents_retry_spread_out_and_bounded(hub: RegistrationHub)
     watcher = await nats.connect(hub.secure.url("callout"))
     try:
         await watcher.subscribe(AUTH_REQUEST.format(), cb=seen)
-        await watcher.flush()
+        await barrier(watcher)
         clients = [str(uuid.uuid4()) for _ in range(12)]
         server = hub.secure.server.url.removeprefix("nats://")
         connections = [Connection(f"nats://{c}:abcdef.0123456789abcdef@{server}", c, retry_cap=0.8) for c in clients]
         results = await asyncio.gather(*(conn.connect(timeout=3) for conn in connections), return_exceptions=True)
         assert all(isinstance(r, Exception) for r in results), results
-        await watcher.flush()
+        await barrier(watcher)
     finally:
         with contextlib.suppress(Exception):
             await watcher.close()

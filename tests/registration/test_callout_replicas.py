@@ -8,6 +8,7 @@ import uuid
 import nats
 from clusternet_nats.hub.registration.callout import AuthCallout
 from clusternet_nats.hub.registration.testing import RegistrationHub
+from clusternet_nats.runtime.connection import barrier
 
 from tests.registration.harness import Client
 
@@ -17,7 +18,7 @@ async def test_a_second_replica_answers_part_of_a_storm(hub: RegistrationHub) ->
     try:
         second = AuthCallout(second_conn, hub.nc.jetstream(), hub.callout.issuer_seed, domain="hub")
         await second.start()
-        await second_conn.flush()
+        await barrier(second_conn)
         first_before = hub.callout.stats.granted
         token = await hub.token()
         clients = [Client() for _ in range(40)]

@@ -11,6 +11,7 @@ from clusternet_nats.api.clusters import ClusterRegistrationRequestSpec
 from clusternet_nats.api.registration import new_secret, registering_inbox_prefix
 from clusternet_nats.hub.registration.callout import Refused
 from clusternet_nats.hub.registration.records import token_store
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.testing.waiting import eventually
 
 from tests.registration.harness import Client, RegistrationHub, new_cluster_id
@@ -62,7 +63,7 @@ async def test_token_can_do_nothing_but_register(hub: RegistrationHub) -> None:
     nc = await client.connect(hub.secure.server.url, cluster_id, await hub.token())
     await nc.publish("$KV.managedclusters.clusternet-x.y", b"{}")
     await nc.subscribe("clusternet.registration.>")
-    await nc.flush()
+    await barrier(nc)
     violations = lambda: [e for e in client.errors if "permissions violation" in e.lower()]  # noqa: E731
     assert len(await eventually(lambda: len(violations()) >= 2 and violations(), timeout=5)) == 2
     await nc.close()

@@ -240,6 +240,37 @@ async def test_a_replica_stopping_cleanly_hands_over_its_leases(
     assert group.record.overlaps() == []
 
 
+async def test_a_replica_stopped_while_taking_a_partition_deletes_the_key_it_wrote(
+    group: Group, js: JetStreamContext, unique_ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A take whose write landed but whose answer had not come back when SIGTERM arrived: the
+    stop lets it be recorded and deletes it, rather than leave the key naming the stopped replica
+    for a lease."""
+    taker, giver = await group.add("taker", "giver")
+    await eventually(lambda: len(taker.owned) == PARTITIONS // 2, timeout=20, what="shared")
+    landed, answered = asyncio.Event(), asyncio.Event()
+    create = JsonBucket.create
+
+    async def late_answer(bucket: JsonBucket, key: str, data: bytes) -> int:
+        revision = await create(bucket, key, data)
+        if data.startswith(b"taker/"):
+            landed.set()
+            await answered.wait()
+        return revision
+
+    monkeypatch.setattr(JsonBucket, "create", late_answer)
+    assert giver.partitions is not None and taker.partitions is not None
+    await giver.partitions.stop()  # its partitions are free: the taker creates their keys
+    giver.partitions = None
+    await asyncio.wait_for(landed.wait(), 20)
+    # The answer comes after the stop has begun (its order does not change what must hold).
+    asyncio.get_running_loop().call_later(0.3, answered.set)
+    await taker.partitions.stop()
+    taker.partitions = None
+    entries = await JsonBucket(js, LEASES_BUCKET).entries(f"{unique_ns}.>")
+    assert entries == [], "a stopped replica left leases behind"
+
+
 async def test_a_replica_cut_off_briefly_stops_then_gets_its_share_again(group: Group) -> None:
     """Cut off long enough to miss its renew deadline, it stops working at once; back, it either
     renews (nobody took its partitions) or finds itself buried and joins again: either way the

@@ -25,6 +25,7 @@ from typing import Any
 import nats
 import pytest
 from clusternet_nats.api.subjects import LEASES_BUCKET
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.runtime.partitions import DEFAULT_PARTITIONS, partition_of
 from clusternet_nats.store.keys import kv_stream, kv_subject_prefix
 from clusternet_nats.store.kv import JsonBucket, is_deletion
@@ -118,7 +119,7 @@ async def test_replicas_share_the_work_and_survive_one_killed_mid_rollout(
         cb=writes.record,
     )
     tries = await nc.subscribe(subject, cb=attempts.record)
-    await nc.flush()  # `apply` blocks the loop: both subscriptions must be in place before
+    await barrier(nc)  # `apply` blocks the loop: both subscriptions must be in place before
     try:
         before = [f"replicas-{i}" for i in range(APPS_BEFORE)]
         apply(system, tmp_path, before)

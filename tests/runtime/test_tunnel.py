@@ -8,6 +8,7 @@ due, when the cluster's subscription had not yet reached the hub's server).
 from __future__ import annotations
 
 import pytest
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.runtime.tunnel import is_no_responders, request_cluster
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -26,7 +27,7 @@ async def test_an_empty_answer_is_an_answer(nc: NATS, unique_ns: str) -> None:
         await msg.respond(b"")
 
     await nc.subscribe(subject, cb=answer)
-    await nc.flush()
+    await barrier(nc)
     msg = await request_cluster(nc, unique_ns, subject, b"ask", timeout=5)
     assert msg.data == b""
     assert not is_no_responders(msg)

@@ -5,6 +5,7 @@ import uuid
 import pytest
 from clusternet_nats.api.apps import Subscription
 from clusternet_nats.api.registry import by_kind
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.store import AlreadyExistsError, ConflictError, JsonBucket, ObjectStore
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.waiting import eventually
@@ -148,7 +149,7 @@ async def test_pipelined_batches_share_one_ack_subscription(js: JetStreamContext
             replies.append(msg.subject)
 
     await spy.subscribe("_INBOX.>", cb=heard)
-    await spy.flush()
+    await barrier(spy)
     bucket = JsonBucket(js, "bindings")
     prefix = f"t-{uuid.uuid4().hex[:10]}"
     try:

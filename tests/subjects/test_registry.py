@@ -28,6 +28,7 @@ from clusternet_nats.api.subjects import BUCKETS, KV, SUBJECTS, Party, subject_f
 from clusternet_nats.hub.registration import permissions
 from clusternet_nats.predictor import service as predictor
 from clusternet_nats.predictor.messages import accommodation_subject
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.runtime.service import CommonOptions
 from clusternet_nats.runtime.tunnel import request_cluster
 from clusternet_nats.store.buckets import bucket_names
@@ -104,7 +105,7 @@ async def recorders(hub: RegistrationHub) -> AsyncIterator[list[Recorder]]:
         nc = await nats.connect(hub.secure.url(user), name=RECORDER)
         recorder = Recorder()
         await nc.subscribe(">", cb=recorder.record)
-        await nc.flush()
+        await barrier(nc)
         recorders.append(recorder)
         connections.append(nc)
     yield recorders

@@ -49,6 +49,19 @@ def shared_credentials(urls: Sequence[str]) -> dict[str, str]:
     return {"user": user, "password": password}
 
 
+async def barrier(nc: NATS, timeout: int = 10) -> None:
+    """Returns once the server has processed everything sent on `nc` so far, so a subscription
+    made just before is there for any other client's next publish.
+
+    nats-py's `flush()` alone does not promise that: it writes its PING straight to the socket,
+    while a SUB or PUB waits in the client's pending buffer for the flusher task, so the PONG can
+    come back before the SUB reached the server (a responder answering "no responders" to the
+    first request after it started, seen once in CI). The first flush lets the flusher
+    write what is pending (it runs before the PONG can be read); the second PING follows it."""
+    await nc.flush(timeout)
+    await nc.flush(timeout)
+
+
 class Connection:
     def __init__(
         self, url: str, name: str, creds: str | None = None, inbox_prefix: str | None = None, retry_cap: float = 2.0

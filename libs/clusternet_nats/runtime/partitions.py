@@ -43,8 +43,9 @@ import secrets
 import socket
 import time
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import nats.errors
 import structlog
@@ -62,6 +63,7 @@ DEFAULT_LEASE_DURATION = 5.0
 _REPLICA_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 log = structlog.get_logger(__name__)
+T = TypeVar("T")
 
 
 def default_replica_id() -> str:
@@ -130,8 +132,11 @@ class Partitions:
         self._lapsed = False
         self._owned: dict[int, int] = {}
         """Partitions held, with the revision of our write of their key."""
+        self._releasing: dict[int, int] = {}
+        """Partitions let go of whose keys are not deleted yet (a stop deletes them too)."""
+        self._stopping = False
         self._queues: list[WorkQueue] = []
-        self._task: asyncio.Future[tuple[None, None]] | None = None
+        self._loops: list[asyncio.Task[None]] = []
         self._log = log.bind(service=service, replica=options.replica_id)
 
     # -- what the queues ask ---------------------------------------------------------------
@@ -159,15 +164,16 @@ class Partitions:
         await self.leases.wait_synced()
         await self._renew()
         await self._step(self._balance)
-        loops = asyncio.gather(self._every(self._renew_and_check), self._every(self._balance))
-        self._task = asyncio.ensure_future(loops)
+        # Two tasks, not one gather: a cancelled gather ends with its first child, and the stop
+        # must wait for both (a take's write finishing) before it lists what to delete.
+        self._loops = [asyncio.create_task(self._every(step)) for step in (self._renew_and_check, self._balance)]
 
     async def stop(self) -> None:
         """Hands everything back: running reconciles finish (bounded), then the keys are deleted."""
-        if self._task is not None:
-            await cancel_and_wait([self._task])
-            self._task = None
-        held = dict(self._owned)
+        self._stopping = True
+        await cancel_and_wait(self._loops)
+        self._loops = []
+        held = {**self._releasing, **self._owned}
         self._owned.clear()
         await self._let_go(self.options.renew_deadline)
         with contextlib.suppress(Exception):
@@ -181,6 +187,23 @@ class Partitions:
         while True:
             await asyncio.sleep(self.options.renew_interval)
             await self._step(step)
+
+    async def _landed(self, write: Coroutine[Any, Any, T]) -> T:
+        """Awaits a lease write that records what it wrote. Cancelled by `stop` mid-write, the write
+        is left to land and be recorded (for up to the renew deadline, through `cancel_and_wait`'s
+        repeated cancellations), so the stop deletes the key instead of leaving it naming this
+        replica for a lease; cancelled otherwise (a renewal's timeout), the write is cancelled too."""
+        task = asyncio.ensure_future(write)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self.options.renew_deadline
+            while self._stopping and not task.done() and loop.time() < deadline:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait([task], timeout=deadline - loop.time())
+            await cancel_and_wait([task])
+            raise
 
     async def _step(self, step: Callable[[], Awaitable[None]]) -> None:
         """A failed step (NATS away or electing a leader, a lost race) is logged and tried again
@@ -215,10 +238,7 @@ class Partitions:
         timeout = max(self.options.renew_interval, (self._renewed_at or sent) + self.options.renew_deadline - sent)
         try:
             async with asyncio.timeout(timeout):
-                if self._member_rev:
-                    revision = await self._bucket.write(self._member_key, data, self._member_rev)
-                else:
-                    revision = await self._join(data)
+                revision = await self._landed(self._write_member(data))
         except ConflictError:
             current = await self._bucket.get(self._member_key)
             if current is not None and current[0] == data:  # our write landed, its answer did not
@@ -243,6 +263,14 @@ class Partitions:
             if self._owned:
                 self._log.info("partitions.renewed_after_lapse", held=len(self._owned))
                 self._take_owned()
+
+    async def _write_member(self, data: bytes) -> int:
+        if self._member_rev:
+            revision = await self._bucket.write(self._member_key, data, self._member_rev)
+        else:
+            revision = await self._join(data)
+        self._member_rev = revision
+        return revision
 
     async def _join(self, data: bytes) -> int:
         try:
@@ -294,21 +322,28 @@ class Partitions:
             holder = self.leases.get(key)
             if p in self._owned or (holder is not None and holder != self.me and self._holds(holder, buried)):
                 continue
-            try:
-                if holder is None:
-                    revision = await self._bucket.create(key, self.me.encode())
-                else:
-                    revision = await self._bucket.write(key, self.me.encode(), self.leases.revision(key))
-            except (ConflictError, AlreadyExistsError):
-                continue
-            self._owned[p] = revision
-            gained.append(p)
+            if await self._landed(self._claim(p, holder)):
+                gained.append(p)
         if gained:
             self._log.info("partitions.taken", partitions=gained, held=len(self._owned))
             self._take_owned()
 
+    async def _claim(self, p: int, holder: str | None) -> bool:
+        """Writes partition `p`'s key naming this replica, by compare-and-set; records it if won."""
+        key = self._partition_prefix + str(p)
+        try:
+            if holder is None:
+                revision = await self._bucket.create(key, self.me.encode())
+            else:
+                revision = await self._bucket.write(key, self.me.encode(), self.leases.revision(key))
+        except (ConflictError, AlreadyExistsError):
+            return False
+        self._owned[p] = revision
+        return True
+
     async def _release(self, partitions: list[int]) -> None:
         held = {p: self._owned.pop(p) for p in partitions}
+        self._releasing.update(held)
         await self._let_go(self.options.renew_deadline)
         await self._release_keys(held)
         self._log.info("partitions.released", partitions=partitions, held=len(self._owned))
@@ -317,6 +352,7 @@ class Partitions:
         for p, revision in held.items():
             with contextlib.suppress(ConflictError):
                 await self._bucket.delete(self._partition_prefix + str(p), revision)
+            self._releasing.pop(p, None)
 
     # -- the queues ------------------------------------------------------------------------
 

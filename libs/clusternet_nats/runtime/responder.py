@@ -39,6 +39,7 @@ from typing import Generic, Protocol, TypeVar
 
 import nats.errors
 import structlog
+from clusternet_nats.runtime.connection import barrier
 from clusternet_nats.runtime.tasks import TaskPool
 from clusternet_nats.store.tracecontext import extract, span
 from nats.aio.client import Client as NATS
@@ -123,7 +124,7 @@ class Responder(Generic[R]):
     async def start(self) -> None:
         """Returns once the server has the subscription, so a request sent next finds it."""
         self._sub = await self.nc.subscribe(self.subject, queue=self.queue, cb=self._dispatch)
-        await self.nc.flush()
+        await barrier(self.nc)
 
     async def stop(self) -> None:
         if self._sub is not None and not self.nc.is_closed:
