@@ -15,11 +15,13 @@ hub answers the next heartbeat and the agent writes its status again. As Cluster
 manager, it remembers what it last wrote (status revision, labels) and reads again only on a
 conflict or such an answer; a status that already says what it would write (another writer only
 added its own condition, or a restarted agent finds its last report) is taken as written, not
-written again. A new cluster's node inventory is created without reading it first (a restarted
-agent's create conflicts, and it compares then). A failed round is retried sooner than a period, after a wait drawn
-with full jitter from a window that starts at a second and doubles up to 30 s (store/backoff.py):
-the thousands of clusters of a fleet that failed together (a hub restart, a store outage) do not
-retry together.
+written again. A new cluster's status and node inventory are created without reading them first
+(a restarted agent's create conflicts, and it compares then), and its node labels are aggregated
+onto the ManagedCluster as it has just read or written it: in a registration storm every read is
+a request to the hub's intake, and nearly every cluster is new. A failed round is retried sooner
+than a period, after a wait drawn with full jitter from a window that starts at a second and
+doubles up to 30 s (store/backoff.py): the thousands of clusters of a fleet that failed together
+(a hub restart, a store outage) do not retry together.
 """
 
 from __future__ import annotations
@@ -81,7 +83,9 @@ class Heartbeat:
         self._rewrite = asyncio.Event()
         self._labels: dict[str, str] | None = None
         self._first = True
-        """No round yet: the inventory is created, not read first."""
+        """No round yet: the status and inventory are created, not read first."""
+        self._registered_as: ManagedCluster | None = None
+        """The ManagedCluster as `register` left it, for the round right after it only."""
         self._log = log.bind(cluster=identity.name)
 
     async def run(self) -> None:
@@ -139,10 +143,10 @@ class Heartbeat:
         desired.spec.cluster_id, desired.spec.sync_mode = ident.cluster_id, ident.sync_mode
         desired.spec.cluster_type = ident.cluster_type
         if current is None:
-            await self.clusters.create(desired)
+            self._registered_as = await self.clusters.create(desired)
             self._log.info("heartbeat.registered", namespace=ident.namespace, cluster_id=ident.cluster_id)
         else:
-            await self.clusters.update(desired, current)
+            self._registered_as = await self.clusters.update(desired, current)
 
     async def report(self) -> None:
         collected = await self.collector.current()
@@ -153,6 +157,11 @@ class Heartbeat:
                 cluster_id=self.identity.cluster_id, name=self.identity.name, status_revision=self._status.revision
             )
             await self.nc.publish(self.subject, beat.to_json(), reply=self.answers)
+        elif self._status is None and self._first:
+            try:
+                await self._write_status(collected, None)
+            except ConflictError:  # a restarted agent's: build on what it wrote
+                await self._write_status(collected, await self.statuses.get(self.key))
         else:
             try:
                 await self._write_status(collected, self._status or await self.statuses.get(self.key))
@@ -179,7 +188,8 @@ class Heartbeat:
     async def _sync_labels(self, collected: Collected) -> None:
         """Replaces the ManagedCluster's aggregated node labels with the latest common ones."""
         aggregation = self.collector.aggregation
-        current = await self.clusters.get(self.identity.namespace, self.identity.name)
+        current, self._registered_as = self._registered_as, None
+        current = current or await self.clusters.get(self.identity.namespace, self.identity.name)
         if current is None:
             return
         labels = {k: v for k, v in current.labels.items() if not aggregation.owns(k)} | collected.labels
