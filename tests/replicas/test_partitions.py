@@ -263,9 +263,12 @@ async def test_a_replica_stopped_while_taking_a_partition_deletes_the_key_it_wro
     await giver.partitions.stop()  # its partitions are free: the taker creates their keys
     giver.partitions = None
     await asyncio.wait_for(landed.wait(), 20)
-    # The answer comes after the stop has begun (its order does not change what must hold).
-    asyncio.get_running_loop().call_later(0.3, answered.set)
-    await taker.partitions.stop()
+    partitions = taker.partitions
+    stopping = asyncio.create_task(partitions.stop())
+    # The answer comes once the stop has begun, its cancellation of the take already sent.
+    await eventually(lambda: partitions._stopping, timeout=5, what="the stop begun")
+    answered.set()
+    await asyncio.wait_for(stopping, 20)
     taker.partitions = None
     entries = await JsonBucket(js, LEASES_BUCKET).entries(f"{unique_ns}.>")
     assert entries == [], "a stopped replica left leases behind"

@@ -157,16 +157,14 @@ class Heartbeat:
                 cluster_id=self.identity.cluster_id, name=self.identity.name, status_revision=self._status.revision
             )
             await self.nc.publish(self.subject, beat.to_json(), reply=self.answers)
-        elif self._status is None and self._first:
-            try:
-                await self._write_status(collected, None)
-            except ConflictError:  # a restarted agent's: build on what it wrote
-                await self._write_status(collected, await self.statuses.get(self.key))
         else:
+            # A new cluster's first status is created unread.
+            stored = self._status or (None if self._first else await self.statuses.get(self.key))
             try:
-                await self._write_status(collected, self._status or await self.statuses.get(self.key))
+                await self._write_status(collected, stored)
             except ConflictError:
-                # Someone else wrote (the hub marking us Unknown): build on what is there now.
+                # Someone else wrote (the hub marking us Unknown), or a restarted agent finds its
+                # last report: build on what is there now.
                 await self._write_status(collected, await self.statuses.get(self.key))
         first, self._first = self._first, False
         await self._write_inventory(collected, first)
