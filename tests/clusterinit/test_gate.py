@@ -18,6 +18,7 @@ from clusternet_nats.api.meta import ConditionStatus
 from clusternet_nats.api.registration import RegistrationRequest, credential_hash, new_secret
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.domain import clusterinit as init
+from clusternet_nats.domain.readiness import ready_condition
 from clusternet_nats.hub import __main__ as hub_cli
 from clusternet_nats.hub.clusterinit import ClusterInitController
 from clusternet_nats.hub.registration.records import ensure_registration_buckets
@@ -137,3 +138,35 @@ async def test_a_status_write_that_leaves_the_init_condition_alone_costs_no_reco
         await statuses.put(key, current.value.model_copy(update={"conditions": []}), current.revision)
         await eventually(lambda: reconciled.count(key) > before, 20, what="the removed condition reconciled")
         await eventually(condition_written, 20, what="the removed condition written again")
+
+
+async def test_the_init_condition_of_a_new_cluster_is_written_beside_a_report_it_has_not_seen(
+    js: JetStreamContext, nats_server: NatsServer, unique_ns: str
+) -> None:
+    """A new cluster's status is created unread (in a registration storm nearly every status is
+    new); when its agent's first report was written first, the create is refused with that
+    report, and the condition is added beside it, not over it."""
+    status_bucket = by_kind(ManagedCluster.KIND).status_bucket
+    assert status_bucket is not None
+    statuses = StatusStore(js, status_bucket, ManagedClusterStatus)
+    key = f"{unique_ns}.fresh"
+    report = ManagedClusterStatus(k8s_version="v1.30.0", healthz=True)
+    report.conditions = [ready_condition(report)]
+    spec = ManagedClusterSpec(cluster_id=str(uuid.uuid4()), sync_mode="Pull")
+    cluster = ManagedCluster.new("fresh", unique_ns, spec=spec)
+    merged: list[ManagedClusterStatus] = []
+
+    async def build(ctx: ServiceContext) -> None:
+        controller = ClusterInitController(ctx, enabled=False)
+        # Before its informers start: the controller knows of no status for the key.
+        await statuses.put(key, report, 0)
+        await controller._write_condition(key, init.init_condition(False, cluster, init.Progress(None)))
+        stored = await statuses.get(key)
+        assert stored is not None
+        merged.append(stored.value)
+
+    async with running_service("clusternet-hub", build, nats_server.url):
+        pass
+    (status,) = merged
+    assert status.k8s_version == "v1.30.0"
+    assert {c.type for c in status.conditions or []} == {"Ready", init.CONDITION}

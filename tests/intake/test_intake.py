@@ -20,7 +20,7 @@ from clusternet_nats.api.intake import BUCKET_HEADER, KEY_HEADER, REVISION_HEADE
 from clusternet_nats.api.registration import APPROVED, intake_subject
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.runtime.ratelimit import RateLimiter
-from clusternet_nats.store import AlreadyExistsError, ConflictError, JsonBucket, ObjectStore, StatusStore
+from clusternet_nats.store import AlreadyExistsError, ConflictError, JsonBucket, ObjectStore, StatusStore, Versioned
 from clusternet_nats.store.errors import IntakeRefusedError, NotFoundError
 from clusternet_nats.store.events import list_events
 from clusternet_nats.store.intake import IntakeClient
@@ -87,10 +87,13 @@ async def test_status_of_own_description_is_stored_with_compare_and_set(
     revision = await a.statuses().put(key, status(), 0)
     assert revision > 0
     assert json.loads(await stored(hub, "descriptions-status", key) or b"{}") == {"phase": "Success"}
-    with pytest.raises(AlreadyExistsError):
+    # A lost write is told what it lost to, so the cluster need not ask again.
+    with pytest.raises(AlreadyExistsError) as exists:
         await a.statuses().put(key, status(DescriptionPhase.FAILURE), 0)
-    with pytest.raises(ConflictError):
+    assert await a.statuses().lost_to(key, exists.value) == Versioned(status(), revision)
+    with pytest.raises(ConflictError) as stale:
         await a.statuses().put(key, status(DescriptionPhase.FAILURE), revision + 1000)
+    assert stale.value.current == (await stored(hub, "descriptions-status", key), revision)
     assert await a.statuses().put(key, status(DescriptionPhase.FAILURE), revision) > revision
     # Read back through the cluster's own direct get.
     found = await a.statuses().get(key)

@@ -57,8 +57,8 @@ async def test_a_new_cluster_reads_only_its_managedcluster_and_a_restart_writes_
 ) -> None:
     """In a registration storm each intake request costs the agent, the hub and NATS: a new
     cluster reads its ManagedCluster once, and creates its status and node inventory without
-    reading them. A restarted agent's creates conflict; it reads, finds its inventory and its
-    last report stored, and writes neither again."""
+    reading them. A restarted agent's creates conflict; the hub's refusals carry what is stored,
+    its inventory and its last report, and it writes neither again nor asks for them."""
     settings = RegistrationSettings(await hub.token(), tmp_path / "state")
     identity = single_cluster("edge", None, {"env": "test"}, ClusterSyncMode.PULL)
     asked: list[tuple[str, str]] = []
@@ -87,7 +87,11 @@ async def test_a_new_cluster_reads_only_its_managedcluster_and_a_restart_writes_
         asked.clear()
         agent = await run_agent(hub, settings)
         await agent.stop()
-        assert ("get", "managedclusters-status") in asked and ("get", NODE_INVENTORIES_BUCKET) in asked
+        assert sorted(asked) == [
+            ("get", "managedclusters"),
+            ("put", "managedclusters-status"),
+            ("put", NODE_INVENTORIES_BUCKET),
+        ], asked
         assert (await statuses.get(key)) == first  # the same revision: not written again
         assert (await inventories.get(key)) == inventory
     finally:

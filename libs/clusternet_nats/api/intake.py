@@ -53,11 +53,12 @@ class FollowRequest(Model):
 
 class IntakeReply(Model):
     """The intake's answer: the stored revision (and, for `get`, the value; for `follow`, how
-    many deliveries are pending), or an HTTP-like code and why it was refused."""
+    many deliveries are pending), or an HTTP-like code and why it was refused. A 409 carries the
+    record the write lost to (value and revision), when there is one, to build the next on."""
 
     revision: int | None = None
     value: str | None = None
-    """`get`: the record as stored (JSON text)."""
+    """`get`, and a 409: the record as stored (JSON text)."""
     pending: int | None = None
     """`follow`: messages the new consumer has to deliver before it is caught up."""
     code: int | None = None

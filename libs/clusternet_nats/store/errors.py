@@ -11,19 +11,27 @@ class NotFoundError(StoreError):
         self.bucket, self.key = bucket, key
 
 
-class ConflictError(StoreError):
-    """A compare-and-set lost: someone else wrote the key since we read it."""
+Stored = tuple[bytes, int]
+"""A record as stored: its value and revision."""
 
-    def __init__(self, bucket: str, key: str, detail: str = "") -> None:
+
+class ConflictError(StoreError):
+    """A compare-and-set lost: someone else wrote the key since we read it.
+
+    `current` is the record it lost to when the store said so (a create that found a live key,
+    and every 409 of the hub's intake): the writer builds on it instead of reading again, which
+    for a registered cluster would be another request to the hub."""
+
+    def __init__(self, bucket: str, key: str, detail: str = "", current: Stored | None = None) -> None:
         msg = f"conflict writing {bucket} {key!r}: the object has been modified; read it again and retry"
         super().__init__(f"{msg} ({detail})" if detail else msg)
-        self.bucket, self.key = bucket, key
+        self.bucket, self.key, self.current = bucket, key, current
 
 
 class AlreadyExistsError(ConflictError):
-    def __init__(self, bucket: str, key: str) -> None:
+    def __init__(self, bucket: str, key: str, current: Stored | None = None) -> None:
         StoreError.__init__(self, f"{bucket} {key!r} already exists")
-        self.bucket, self.key = bucket, key
+        self.bucket, self.key, self.current = bucket, key, current
 
 
 class IntakeRefusedError(StoreError):

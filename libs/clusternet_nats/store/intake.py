@@ -84,7 +84,10 @@ class IntakeClient:
 
 def _refusal(bucket: str, key: str, reply: IntakeReply, creating: bool) -> Exception:
     if reply.code == 409:
-        return AlreadyExistsError(bucket, key) if creating else ConflictError(bucket, key, reply.error or "")
+        current = (reply.value.encode(), reply.revision) if reply.value is not None and reply.revision else None
+        if creating:
+            return AlreadyExistsError(bucket, key, current)
+        return ConflictError(bucket, key, reply.error or "", current)
     if reply.code == 404:
         return NotFoundError(bucket, key)
     return IntakeRefusedError(bucket, key, reply.code or 500, reply.error or "")

@@ -319,7 +319,7 @@ class JsonBucket:
             # A deleted key keeps a tombstone: creating over it must name the tombstone's revision.
             kv = await self._bucket()
             try:
-                await kv.get(key, validate_keys=False)
+                entry = await kv.get(key, validate_keys=False)
             except KeyNotFoundError as err:
                 if err.entry is None:
                     raise
@@ -327,7 +327,7 @@ class JsonBucket:
                     return await self.write(key, data, err.entry.revision or 0)
                 except ConflictError:
                     raise AlreadyExistsError(self.name, key) from None
-            raise AlreadyExistsError(self.name, key) from None
+            raise AlreadyExistsError(self.name, key, (entry.value or b"", entry.revision or 0)) from None
 
     async def delete(self, key: str, revision: int | None = None) -> None:
         if self.intake is not None:
@@ -403,6 +403,12 @@ class StatusStore(Generic[T]):
         if revision == 0:
             return await self.bucket.create(key, data)
         return await self.bucket.write(key, data, revision)
+
+    async def lost_to(self, key: str, conflict: ConflictError) -> Versioned[T] | None:
+        """What a write that lost `conflict` lost to: as the conflict says, else read."""
+        if conflict.current is None:
+            return await self.get(key)
+        return Versioned(self.decode(conflict.current[0]), conflict.current[1])
 
     async def put_if_changed(self, key: str, value: T) -> bool:
         """Writes unless the stored value already equals it (CAS on what was read); True if written."""

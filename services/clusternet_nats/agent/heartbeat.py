@@ -162,10 +162,11 @@ class Heartbeat:
             stored = self._status or (None if self._first else await self.statuses.get(self.key))
             try:
                 await self._write_status(collected, stored)
-            except ConflictError:
-                # Someone else wrote (the hub marking us Unknown), or a restarted agent finds its
-                # last report: build on what is there now.
-                await self._write_status(collected, await self.statuses.get(self.key))
+            except ConflictError as conflict:
+                # Someone else wrote (the hub's ClusterInit condition on a new cluster, the hub
+                # marking us Unknown), or a restarted agent finds its last report: build on what
+                # is there now, which the hub's refusal carries.
+                await self._write_status(collected, await self.statuses.lost_to(self.key, conflict))
         first, self._first = self._first, False
         await self._write_inventory(collected, first)
 
@@ -204,17 +205,16 @@ class Heartbeat:
         inventory = NodeInventory(cluster_id=self.identity.cluster_id, nodes=collected.nodes)
         if inventory == self._inventory:
             return
-        if not (first and await self._create_inventory(inventory)):
+        if not first:
             await self.inventories.put_if_changed(self.key, inventory)
+        else:
+            try:
+                await self.inventories.put(self.key, inventory, 0)
+            except ConflictError as conflict:
+                stored = await self.inventories.lost_to(self.key, conflict)
+                if stored is None or stored.value != inventory:
+                    await self.inventories.put(self.key, inventory, stored.revision if stored else 0)
         self._inventory = inventory
-
-    async def _create_inventory(self, inventory: NodeInventory) -> bool:
-        """False if one is stored already."""
-        try:
-            await self.inventories.put(self.key, inventory, 0)
-        except ConflictError:
-            return False
-        return True
 
 
 def _same_report(wanted: ManagedClusterStatus, stored: ManagedClusterStatus) -> bool:

@@ -26,7 +26,7 @@ from clusternet_nats.api.registry import by_kind
 from clusternet_nats.domain import clusterinit as init
 from clusternet_nats.hub.clusterconditions import cluster_conditions
 from clusternet_nats.runtime.service import ServiceContext
-from clusternet_nats.store import object_key, split_key
+from clusternet_nats.store import AlreadyExistsError, Versioned, object_key, split_key
 from clusternet_nats.store.index import Index
 
 log = structlog.get_logger(__name__)
@@ -176,7 +176,17 @@ class ClusterInitController:
         await self._update_cluster(cluster, desired, condition)
 
     async def _write_condition(self, key: str, condition: Condition) -> None:
-        stored = await self.status_store.get(key)
+        """Beside what else the status holds: read first unless no status is known, as for a new
+        cluster (in a registration storm, nearly every one), whose status is created unread."""
+        stored = await self.status_store.get(key) if self.statuses.revision(key) else None
+        try:
+            await self._put_condition(key, condition, stored)
+        except AlreadyExistsError as conflict:  # its agent's first report came first
+            await self._put_condition(key, condition, await self.status_store.lost_to(key, conflict))
+
+    async def _put_condition(
+        self, key: str, condition: Condition, stored: Versioned[ManagedClusterStatus] | None
+    ) -> None:
         out = stored.value if stored else ManagedClusterStatus()
         out.conditions = set_condition(out.conditions or [], condition)
         await self.status_store.put(key, out, stored.revision if stored else 0)

@@ -158,10 +158,15 @@ class Intake:
         data = await rule.admit(cluster, key, msg.data)
         try:
             written = await (store.create(key, data) if revision == 0 else store.write(key, data, revision))
-        except AlreadyExistsError:
-            raise Refused(409, f"{bucket} {key} already exists") from None
-        except ConflictError:
-            raise Refused(409, f"{bucket} {key} was modified; read it again") from None
+        except ConflictError as err:
+            # The record it lost to comes with the refusal: the cluster builds on it without
+            # asking again (a create that found the key has read it already).
+            current = err.current or await store.get(key)
+            exists = isinstance(err, AlreadyExistsError)
+            error = f"{bucket} {key} already exists" if exists else f"{bucket} {key} was modified; read it again"
+            log.info("intake.refused", cluster=cluster.name, verb=verb, code=409, reason=error)
+            value, stored = (current[0].decode(), current[1]) if current else (None, None)
+            return IntakeReply(code=409, error=error, value=value, revision=stored)
         return IntakeReply(revision=written)
 
     async def _event(self, cluster: ClusterCredential, data: bytes) -> None:
