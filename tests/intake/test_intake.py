@@ -171,6 +171,21 @@ async def test_cluster_may_change_only_its_aggregated_node_labels(
     hub_view = await ObjectStore[ManagedCluster](hub.nc.jetstream(), info).get(a.namespace, a.name)
     assert hub_view is not None and "env" not in hub_view.labels
     assert hub_view.spec.cluster_id == current.spec.cluster_id
+
+    # Labelled by an administrator since the cluster read it: the cluster's change, made on the
+    # older version, is a conflict carrying the newer one, not a refusal of a label it never touched.
+    admin = hub_view.model_copy(deep=True)
+    admin.metadata.labels = {**hub_view.labels, "team": "edge-ops"}
+    await ObjectStore[ManagedCluster](hub.nc.jetstream(), info).update(admin)
+    rezoned = updated.model_copy(deep=True)
+    rezoned.metadata.labels = {**updated.labels, "node.clusternet.io/zone": "z2"}
+    with pytest.raises(ConflictError) as stale:
+        await mine.update(rezoned, updated)
+    assert stale.value.current is not None and b'"team":"edge-ops"' in stale.value.current[0]
+    newer = mine.decode(*stale.value.current)
+    rezoned = newer.model_copy(deep=True)
+    rezoned.metadata.labels = {**newer.labels, "node.clusternet.io/zone": "z2"}
+    assert (await mine.update(rezoned, newer)).labels["team"] == "edge-ops"
     other = await ObjectStore[ManagedCluster](hub.nc.jetstream(), info).get(b.namespace, b.name)
     assert other is not None
     with pytest.raises(IntakeRefusedError) as refused:

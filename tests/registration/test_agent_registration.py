@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import structlog.testing
 from clusternet_nats.agent.backends.sim import SimCluster, Sizing
 from clusternet_nats.agent.cluster_agent import ClusterAgent
 from clusternet_nats.agent.identity import single_cluster
@@ -56,9 +57,10 @@ async def test_a_new_cluster_reads_only_its_managedcluster_and_a_restart_writes_
     hub: RegistrationHub, tmp_path: Path
 ) -> None:
     """In a registration storm each intake request costs the agent, the hub and NATS: a new
-    cluster reads its ManagedCluster once, and creates its status and node inventory without
-    reading them. A restarted agent's creates conflict; the hub's refusals carry what is stored,
-    its inventory and its last report, and it writes neither again nor asks for them."""
+    cluster takes its ManagedCluster from the registrar's answer, and creates its status and node
+    inventory without reading them. A restarted agent reads its ManagedCluster; its creates
+    conflict, the hub's refusals carry what is stored, its inventory and its last report, and it
+    writes neither again nor asks for them."""
     settings = RegistrationSettings(await hub.token(), tmp_path / "state")
     identity = single_cluster("edge", None, {"env": "test"}, ClusterSyncMode.PULL)
     asked: list[tuple[str, str]] = []
@@ -76,11 +78,7 @@ async def test_a_new_cluster_reads_only_its_managedcluster_and_a_restart_writes_
     try:
         agent = await run_agent(hub, settings)
         await agent.stop()
-        assert sorted(asked) == [
-            ("get", "managedclusters"),
-            ("put", "managedclusters-status"),
-            ("put", NODE_INVENTORIES_BUCKET),
-        ], asked
+        assert sorted(asked) == [("put", "managedclusters-status"), ("put", NODE_INVENTORIES_BUCKET)], asked
         first, inventory = await statuses.get(key), await inventories.get(key)
         assert first is not None and first.value.conditions and inventory is not None
 
@@ -114,5 +112,35 @@ async def test_agent_behind_its_own_leaf_node_is_ready(hub: RegistrationHub, tmp
         assert agent.ctx.nc.connected_url.port == agent.enrollment.leaf.port
         status = await hub.nc.jetstream().key_value("managedclusters-status")
         assert (await status.get(f"{identity.namespace}.edge")).value
+    finally:
+        await agent.stop()
+
+
+async def test_a_cluster_changed_after_its_registration_keeps_the_change_and_gets_its_node_labels(
+    hub: RegistrationHub, tmp_path: Path
+) -> None:
+    """The first heartbeat builds on the ManagedCluster the registrar's answer carried; changed
+    since (here an administrator's label), its compare-and-set loses, and the agent reads the
+    cluster again and aggregates its node labels onto the newer one."""
+    zone = "node.clusternet.io/zone"
+    identity = single_cluster("edge", None, {"env": "test"}, ClusterSyncMode.PULL)
+    enrollment = Enrollment(RegistrationSettings(await hub.token(), tmp_path / "state"), identity)
+    await enrollment.connect_url(hub.secure.server.url)
+    assert enrollment.created is not None and enrollment.created.metadata.resource_version
+    clusters: ObjectStore[ManagedCluster] = ObjectStore(hub.nc.jetstream(), by_kind("ManagedCluster"))
+    changed = enrollment.created.model_copy(deep=True)
+    changed.metadata.labels = {**changed.labels, "team": "edge-ops"}
+    await clusters.update(changed)
+
+    sizing = Sizing(nodes=2, node_labels=({zone: "a"}, {zone: "a"}))
+    agent = ClusterAgent(identity, SimCluster("edge", sizing), 5.0, enrollment=enrollment)
+    try:
+        with structlog.testing.capture_logs() as logs:
+            await agent.start(CommonOptions(nats_url=hub.secure.server.url, health_port=-1, jetstream_domain="hub"))
+            await eventually(lambda: agent.ready, timeout=20, what="agent ready")
+        assert [e for e in logs if e["event"] == "heartbeat.failed"] == []  # the lost race cost no failed round
+        cluster = await clusters.get(identity.namespace, "edge")
+        assert cluster is not None
+        assert (cluster.labels["team"], cluster.labels[zone], cluster.labels["env"]) == ("edge-ops", "a", "test")
     finally:
         await agent.stop()

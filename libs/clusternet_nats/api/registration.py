@@ -12,7 +12,7 @@ import hashlib
 import secrets
 from datetime import datetime
 
-from clusternet_nats.api.clusters import ClusterRegistrationRequest
+from clusternet_nats.api.clusters import ClusterRegistrationRequest, ManagedCluster
 from clusternet_nats.api.meta import Model
 from clusternet_nats.api.schemas import register_message
 from clusternet_nats.api.subjects import (
@@ -94,6 +94,10 @@ class RegistrationReply(Model):
     dedicated_namespace: str | None = None
     managed_cluster_name: str | None = None
     error_message: str | None = None
+    managed_cluster: ManagedCluster | None = None
+    """Approved by this answer: the ManagedCluster as the registrar created it, with its
+    resourceVersion, so the agent's first heartbeat builds on it instead of reading it back (in a
+    registration storm every read is a request to the hub's intake). None when it existed before."""
 
 
 DEFAULT_TOKEN_TTL_SECONDS = 24 * 3600.0

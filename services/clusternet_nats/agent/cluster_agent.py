@@ -128,7 +128,8 @@ class ClusterAgent:
             settings.aggregation,
         )
         self.ctx.run_forever(collector.run)
-        self.heartbeat = Heartbeat(self.ctx, self.identity, collector, self.report_frequency)
+        created = self.enrollment.created if self.enrollment is not None else None
+        self.heartbeat = Heartbeat(self.ctx, self.identity, collector, self.report_frequency, created)
         self.ctx.run_forever(self.heartbeat.run)
         return asyncio.ensure_future(self.ctx.start())
 

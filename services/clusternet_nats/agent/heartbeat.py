@@ -15,10 +15,11 @@ hub answers the next heartbeat and the agent writes its status again. As Cluster
 manager, it remembers what it last wrote (status revision, labels) and reads again only on a
 conflict or such an answer; a status that already says what it would write (another writer only
 added its own condition, or a restarted agent finds its last report) is taken as written, not
-written again. A new cluster's status and node inventory are created without reading them first
-(a restarted agent's create conflicts, and it compares then), and its node labels are aggregated
-onto the ManagedCluster as it has just read or written it: in a registration storm every read is
-a request to the hub's intake, and nearly every cluster is new. A failed round is retried sooner
+written again. A new cluster's ManagedCluster is the one the registrar's answer carried, and its status and
+node inventory are created without reading them first (a restarted agent's create conflicts, and
+it builds on the record the refusal carries), and its node labels are aggregated onto the
+ManagedCluster as it has just read or written it: in a registration storm every read is a request
+to the hub's intake, and nearly every cluster is new. A failed round is retried sooner
 than a period, after a wait drawn with full jitter from a window that starts at a second and
 doubles up to 30 s (store/backoff.py): the thousands of clusters of a fleet that failed together
 (a hub restart, a store outage) do not retry together.
@@ -62,6 +63,7 @@ class Heartbeat:
         identity: ClusterIdentity,
         collector: StatusCollector,
         frequency: float = DEFAULT_REPORT_FREQUENCY,
+        created: ManagedCluster | None = None,
     ) -> None:
         info = by_kind(ManagedCluster.KIND)
         assert info.status_bucket is not None
@@ -86,6 +88,9 @@ class Heartbeat:
         """No round yet: the status and inventory are created, not read first."""
         self._registered_as: ManagedCluster | None = None
         """The ManagedCluster as `register` left it, for the round right after it only."""
+        self._created = created
+        """As the hub's registrar created it in answer to this agent: the first `register` builds
+        on it instead of reading it (a stale copy loses its compare-and-set, and reads then)."""
         self._log = log.bind(cluster=identity.name)
 
     async def run(self) -> None:
@@ -134,7 +139,8 @@ class Heartbeat:
     async def register(self) -> None:
         """Creates or updates this cluster's ManagedCluster; writes nothing if it is up to date."""
         ident = self.identity
-        current = await self.clusters.get(ident.namespace, ident.name)
+        current, self._created = self._created, None
+        current = current or await self.clusters.get(ident.namespace, ident.name)
         spec = ManagedClusterSpec(cluster_id=ident.cluster_id, sync_mode=ident.sync_mode)
         desired = (
             current.model_copy(deep=True) if current else ManagedCluster.new(ident.name, ident.namespace, spec=spec)
@@ -185,18 +191,28 @@ class Heartbeat:
         self._status, self._reported = Versioned(status, revision), collected.status
 
     async def _sync_labels(self, collected: Collected) -> None:
-        """Replaces the ManagedCluster's aggregated node labels with the latest common ones."""
+        """Replaces the ManagedCluster's aggregated node labels with the latest common ones; a copy
+        that lost its compare-and-set (the hub changed the cluster meanwhile) is read again once."""
         aggregation = self.collector.aggregation
         current, self._registered_as = self._registered_as, None
-        current = current or await self.clusters.get(self.identity.namespace, self.identity.name)
-        if current is None:
-            return
-        labels = {k: v for k, v in current.labels.items() if not aggregation.owns(k)} | collected.labels
-        if labels != current.labels:
+        for attempt in range(2):
+            current = current or await self.clusters.get(self.identity.namespace, self.identity.name)
+            if current is None:
+                return
+            labels = {k: v for k, v in current.labels.items() if not aggregation.owns(k)} | collected.labels
+            if labels == current.labels:
+                break
             desired = current.model_copy(deep=True)
             desired.metadata.labels = labels
-            await self.clusters.update(desired, current)
+            try:
+                await self.clusters.update(desired, current)
+            except ConflictError:
+                if attempt:
+                    raise
+                current = None
+                continue
             self._log.info("heartbeat.labels_aggregated", labels=collected.labels)
+            break
         self._labels = collected.labels
 
     async def _write_inventory(self, collected: Collected, first: bool = False) -> None:

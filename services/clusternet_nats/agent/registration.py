@@ -23,7 +23,7 @@ from clusternet_nats.agent.identity import ClusterIdentity
 from clusternet_nats.agent.leaf import LeafNode, LeafRemote
 from clusternet_nats.agent.sidecar import DIRECTORY as SIDECAR_DIRECTORY
 from clusternet_nats.agent.sidecar import SidecarLeaf
-from clusternet_nats.api.clusters import ClusterRegistrationRequest, ClusterRegistrationRequestSpec
+from clusternet_nats.api.clusters import ClusterRegistrationRequest, ClusterRegistrationRequestSpec, ManagedCluster
 from clusternet_nats.api.meta import Model
 from clusternet_nats.api.registration import (
     APPROVED,
@@ -145,6 +145,8 @@ class Enrollment:
         self.settings, self.identity = settings, identity
         self.state_dir = settings.state_dir / identity.name
         self.leaf: LeafNode | SidecarLeaf | None = None
+        self.created: ManagedCluster | None = None
+        """The ManagedCluster the registrar created in answer to this agent, if it did."""
 
     async def connect_url(self, nats_url: str) -> str:
         """Registers if this cluster never did, then returns the URL to connect to as the cluster."""
@@ -168,6 +170,7 @@ class Enrollment:
             attempts = [(secret, _CLAIMED_TIMEOUT)] if claimed else []
             attempts.append((self.settings.bootstrap_token, _TOKEN_TIMEOUT))
             reply = await self._register(spec, secret, nats_url, attempts)
+            self.created = reply.managed_cluster
             saved = SavedCredentials(
                 cluster_id=ident.cluster_id,
                 secret=secret,

@@ -20,7 +20,7 @@ from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
 from clusternet_nats.api.labels import NODE_LABEL_PREFIX
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.hub.registration.records import ClusterCredential
-from clusternet_nats.store import JsonBucket, ObjectStore, object_key
+from clusternet_nats.store import ConflictError, JsonBucket, ObjectStore, object_key
 from nats.js import JetStreamContext
 from pydantic import BaseModel, ValidationError
 
@@ -48,7 +48,7 @@ class Rule(Protocol):
     bucket: ClassVar[str]
     deletable: ClassVar[bool]
 
-    async def admit(self, cluster: ClusterCredential, key: str, data: bytes) -> bytes: ...
+    async def admit(self, cluster: ClusterCredential, key: str, data: bytes, revision: int) -> bytes: ...
 
 
 def own_cluster_key(cluster: ClusterCredential, key: str, what: str) -> None:
@@ -65,7 +65,7 @@ class DescriptionStatusRule:
     bucket: ClassVar[str] = by_kind(Description.KIND).status_bucket or ""
     deletable: ClassVar[bool] = True
 
-    async def admit(self, cluster: ClusterCredential, key: str, data: bytes) -> bytes:
+    async def admit(self, cluster: ClusterCredential, key: str, data: bytes, revision: int) -> bytes:
         if await self.descriptions.get(key) is None:
             raise Refused(404, f"Description {key} does not exist; only its status can be written")
         parse(DescriptionStatus, data, f"status of Description {key}")
@@ -77,7 +77,7 @@ class ClusterStatusRule:
     bucket: ClassVar[str] = by_kind(ManagedCluster.KIND).status_bucket or ""
     deletable: ClassVar[bool] = False
 
-    async def admit(self, cluster: ClusterCredential, key: str, data: bytes) -> bytes:
+    async def admit(self, cluster: ClusterCredential, key: str, data: bytes, revision: int) -> bytes:
         own_cluster_key(cluster, key, "ManagedCluster status")
         parse(ManagedClusterStatus, data, f"status of ManagedCluster {key}")
         return data
@@ -88,7 +88,7 @@ class NodeInventoryRule:
     bucket: ClassVar[str] = NODE_INVENTORIES_BUCKET
     deletable: ClassVar[bool] = False
 
-    async def admit(self, cluster: ClusterCredential, key: str, data: bytes) -> bytes:
+    async def admit(self, cluster: ClusterCredential, key: str, data: bytes, revision: int) -> bytes:
         own_cluster_key(cluster, key, "node inventory")
         inventory = parse(NodeInventory, data, f"node inventory {key}")
         if inventory.cluster_id != cluster.cluster_id:
@@ -106,12 +106,16 @@ class ManagedClusterRule:
     bucket: ClassVar[str] = by_kind(ManagedCluster.KIND).bucket
     deletable: ClassVar[bool] = False
 
-    async def admit(self, cluster: ClusterCredential, key: str, data: bytes) -> bytes:
+    async def admit(self, cluster: ClusterCredential, key: str, data: bytes, revision: int) -> bytes:
         own_cluster_key(cluster, key, "ManagedCluster")
         desired = parse(ManagedCluster, data, f"ManagedCluster {key}")
         current = await self.clusters.get(cluster.namespace, cluster.name)
         if current is None:
             raise Refused(404, f"ManagedCluster {key} does not exist; the hub creates it at registration")
+        if current.metadata.resource_version != str(revision):
+            # A change is judged against the version it was made on: on an older one, what the
+            # cluster did not change (a label the hub added since) would look changed.
+            raise ConflictError(self.bucket, key, f"revision {revision} is not the latest")
         if desired.spec != current.spec:
             raise Refused(403, f"ManagedCluster {key}: a cluster may not change its spec")
         keys = desired.labels.keys() | current.labels.keys()

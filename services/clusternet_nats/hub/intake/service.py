@@ -155,8 +155,8 @@ class Intake:
             return IntakeReply()
         if verb != PUT or revision is None:
             raise Refused(400, f"expected verb {PUT} with {REVISION_HEADER}, or {DELETE}, {GET}, {EVENT} or {FOLLOW}")
-        data = await rule.admit(cluster, key, msg.data)
         try:
+            data = await rule.admit(cluster, key, msg.data, revision)
             written = await (store.create(key, data) if revision == 0 else store.write(key, data, revision))
         except ConflictError as err:
             # The record it lost to comes with the refusal: the cluster builds on it without

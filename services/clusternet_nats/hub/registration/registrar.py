@@ -129,10 +129,15 @@ class Registrar:
             return RegistrationReply(result=DENIED, error_message=status.error_message or "denied by an administrator")
         if status.result != APPROVED:
             return RegistrationReply(result=PENDING)
-        await self._ensure_cluster(wire.request, claim)
+        created = await self._ensure_cluster(wire.request, claim)
         if not claim.approved:
             await self.credentials.put(spec.cluster_id, claim.model_copy(update={"approved": True}), revision)
-        return RegistrationReply(result=APPROVED, dedicated_namespace=claim.namespace, managed_cluster_name=claim.name)
+        return RegistrationReply(
+            result=APPROVED,
+            dedicated_namespace=claim.namespace,
+            managed_cluster_name=claim.name,
+            managed_cluster=created,
+        )
 
     async def _record_request(
         self, request: ClusterRegistrationRequest, claim: ClusterCredential
@@ -154,9 +159,11 @@ class Registrar:
             current = await self.request_status.get(key)  # asked before: approved, denied or pending
         return current.value if current else status
 
-    async def _ensure_cluster(self, request: ClusterRegistrationRequest, claim: ClusterCredential) -> None:
+    async def _ensure_cluster(
+        self, request: ClusterRegistrationRequest, claim: ClusterCredential
+    ) -> ManagedCluster | None:
         """Creates the ManagedCluster unless it exists (one compare-and-set, no read first: in a
-        registration storm nearly every cluster is new)."""
+        registration storm nearly every cluster is new); the one created, if it was."""
         spec = request.spec
         cluster = ManagedCluster.new(
             claim.name,
@@ -173,5 +180,7 @@ class Registrar:
             known.CLUSTER_ID: spec.cluster_id,
             known.CLUSTER_NAME: claim.name,
         }
-        with contextlib.suppress(AlreadyExistsError):
-            await self.clusters.create(cluster)
+        try:
+            return await self.clusters.create(cluster)
+        except AlreadyExistsError:
+            return None
