@@ -15,14 +15,14 @@ hub answers the next heartbeat and the agent writes its status again. As Cluster
 manager, it remembers what it last wrote (status revision, labels) and reads again only on a
 conflict or such an answer; a status that already says what it would write (another writer only
 added its own condition, or a restarted agent finds its last report) is taken as written, not
-written again. A new cluster's ManagedCluster is the one the registrar's answer carried, and its status and
-node inventory are created without reading them first (a restarted agent's create conflicts, and
-it builds on the record the refusal carries), and its node labels are aggregated onto the
-ManagedCluster as it has just read or written it: in a registration storm every read is a request
-to the hub's intake, and nearly every cluster is new. A failed round is retried sooner
-than a period, after a wait drawn with full jitter from a window that starts at a second and
-doubles up to 30 s (store/backoff.py): the thousands of clusters of a fleet that failed together
-(a hub restart, a store outage) do not retry together.
+written again. A new cluster reads nothing back: its ManagedCluster is the one the registrar's
+answer carried, its node labels are aggregated onto that copy, and its status and node inventory
+are created unread (a restarted agent's create conflicts, and it builds on the record the refusal
+carries): in a registration storm every read is a request to the hub's intake, and nearly every
+cluster is new. A failed round is retried sooner than a period, after a wait drawn with full
+jitter from a window that starts at a second and doubles up to 30 s (store/backoff.py): the
+thousands of clusters of a fleet that failed together (a hub restart, a store outage) do not
+retry together.
 """
 
 from __future__ import annotations
@@ -221,15 +221,15 @@ class Heartbeat:
         inventory = NodeInventory(cluster_id=self.identity.cluster_id, nodes=collected.nodes)
         if inventory == self._inventory:
             return
-        if not first:
-            await self.inventories.put_if_changed(self.key, inventory)
-        else:
+        if first:
             try:
                 await self.inventories.put(self.key, inventory, 0)
             except ConflictError as conflict:
                 stored = await self.inventories.lost_to(self.key, conflict)
                 if stored is None or stored.value != inventory:
                     await self.inventories.put(self.key, inventory, stored.revision if stored else 0)
+        else:
+            await self.inventories.put_if_changed(self.key, inventory)
         self._inventory = inventory
 
 
