@@ -7,7 +7,8 @@ clusternet_nats.testing.benchresult) and each run's output in --results, then re
 from what is there: a figure that was not measured says why (timeout, failure, bench missing, the
 bench did not report it), never a guess. The machine is shared, so one size may be run again: the
 figures are the last attempt's, and a target (a time, the Description rate) shows every finished
-run of that commit beside it, met only if each run met it.
+run of that code beside it (at that commit, or any that changed only the docs), met only if each
+run met it.
 
     .venv/bin/python bench/scale.py                               # 100, 1,000, 5,000, 10,000
     .venv/bin/python bench/scale.py --clusters 100,1000 --results /root/scratch/results
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import functools
 import itertools
 import json
 import math
@@ -379,20 +381,41 @@ class Series:
         return points
 
     def repeats(self, outcome: Outcome, point: Point | None) -> list[tuple[float, BenchResult]]:
-        """The figure in every finished run at `point`'s size recorded at the commit of its
-        record, oldest first (its own included), each with its record (its raw reference): how far
-        one machine's noise spreads it."""
+        """The figure in every finished run at `point`'s size that measured the code its record
+        measured (`code_of`), oldest first (its own included), each with its record (its raw
+        reference): how far one machine's noise spreads it."""
         if point is None or point.record is None:
             return []
-        commit = point.record.machine.git_commit
+        code = code_of(point.record.machine.git_commit)
         found: list[tuple[float, BenchResult]] = []
         for bench in self.benches:
             for records in outcome.attempts.get((bench, point.clusters), []):
-                matching = [r for r in records if r.machine.git_commit == commit and self.match(r)]
+                matching = [r for r in records if code_of(r.machine.git_commit) == code and self.match(r)]
                 value = next(((v, r) for r in matching if (v := number(r.figures.get(self.figure))) is not None), None)
                 if value is not None:
                     found.append(value)
         return found
+
+
+CODE_PATHS = ("libs", "services", "bench", "pyproject.toml")
+"""What a run measures. Commits that changed nothing here (docs, the report's own results) ran
+the same code, so their runs repeat one another: a target is judged over all of them."""
+
+
+@functools.cache
+def code_of(commit: str | None) -> str | None:
+    """The code a run at `commit` measured: the git objects of CODE_PATHS there. A commit with
+    edits ("+dirty"), or one this checkout does not have (a shallow clone), is only itself."""
+    if commit is None or commit.endswith("+dirty"):
+        return commit
+    paths = [f"{commit}:{path}" for path in CODE_PATHS]
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", *paths], capture_output=True, text=True, timeout=30, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return commit
+    return " ".join(done.stdout.split())
 
 
 def strategy(name: str) -> Callable[[BenchResult], bool]:
@@ -688,11 +711,11 @@ class Report:
             value = p.value if p and isinstance(p.value, float) else None
             measured = f"{fmt(value)} s" if value is not None else "not measured" + (f": {p.missing}" if p else "")
             met = verdict(None if value is None else value < limit)
-            # The machine is shared: where a size was run more than once at this commit, every
+            # The machine is shared: where a size was run more than once on this code, every
             # run is shown, and the target is met only if it was met in each.
             repeats = [v for v, _ in series.repeats(self.outcome, p)] if value is not None else []
             if len(repeats) > 1:
-                measured += f" (every run of this commit: {', '.join(fmt(v) for v in repeats)} s)"
+                measured += f" (every run of this code: {', '.join(fmt(v) for v in repeats)} s)"
                 met = verdict_over([v < limit for v in repeats])
             rows.append([what, f"< {limit:g} s", measured, met])
 
@@ -843,8 +866,9 @@ class Report:
             ])
         return ["## Runs", "", "Every run, in order; where a size was run again, the figures are from the last "
                 "attempt and the earlier one stays listed. A target (a time, the Description rate) lists every "
-                "finished run of its size at the commit of that attempt, and counts as met only if each run met "
-                "it.", "",
+                "finished run of its size that measured the code of that attempt (libs/, services/, bench/ and "
+                "pyproject.toml as at its commit: commits that changed only the docs ran the same code), and counts "
+                "as met only if each run met it.", "",
                 *table(["bench", "clusters", "status", "seconds", "load before", "notes"], rows), ""]
 
     def notes_section(self) -> list[str]:

@@ -202,8 +202,51 @@ def test_a_target_run_again_at_one_commit_is_met_only_if_every_run_met_it(scale:
     text = scale.render(results, tmp_path / "docs").read_text()
 
     # The latest run's figure leads; each run of the commit is listed; one of four missed the target.
-    assert "| 10,000 clusters registered → Ready | < 60 s | 55.00 s (every run of this commit: 50.00, 75.00, " \
+    assert "| 10,000 clusters registered → Ready | < 60 s | 55.00 s (every run of this code: 50.00, 75.00, " \
         "58.00, 55.00 s) | **met in 3 of 4 runs** |" in text
     # So is each run's Description rate with its own raw reference: 0.2 x raw, then 0.0625 x raw.
     assert "| the same, on the secured hub as shipped (bench/fleet.py --rollout) | ≥ 2,000/s and ≥ 0.15 x raw | " \
         "10,000: 3,000/s = 0.200 x 15,000, 2,500/s = 0.062 x 40,000 | **met in 1 of 2 runs** |" in text
+
+
+def test_runs_at_commits_that_changed_only_the_docs_repeat_one_another(
+    scale: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit of docs alone runs the same code as the one before it: a target met in the later
+    run only is not met, though the two runs' commits differ."""
+    repo = tmp_path / "repo"
+    for path in ("libs/a.py", "services/b.py", "bench/c.py", "pyproject.toml", "docs/d.md"):
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text("one\n")
+
+    def commit(message: str) -> str:
+        git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-qm", message], check=True)
+        return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    first = commit("code")
+    (repo / "docs/d.md").write_text("two\n")
+    docs_only = commit("docs")
+    (repo / "libs/a.py").write_text("two\n")
+    changed = commit("code changed")
+    monkeypatch.setattr(scale, "REPO", repo)
+    scale.code_of.cache_clear()
+    assert scale.code_of(first) == scale.code_of(docs_only) != scale.code_of(changed)
+    assert scale.code_of(f"{first}+dirty") == f"{first}+dirty"
+
+    results = tmp_path / "results"
+    results.mkdir()
+    for attempt, (commit_id, seconds) in enumerate(((first, 61.0), (changed, 70.0), (docs_only, 58.0)), start=1):
+        out = results / f"fleet-10000-{attempt}.jsonl"
+        scale.record_run(results, scale.Run("fleet", 10000, "ok", results_file=out.name))
+        benchresult.write(out, "fleet", 10000, {"registration_s": seconds}, reference=40000.0)
+        record = benchresult.BenchResult.model_validate_json(out.read_text())
+        moved = record.model_copy(update={"machine": record.machine.model_copy(update={"git_commit": commit_id})})
+        out.write_text(moved.model_dump_json() + "\n")
+
+    text = scale.render(results, tmp_path / "docs").read_text()
+    assert "| 10,000 clusters registered → Ready | < 60 s | 58.00 s (every run of this code: 61.00, 58.00 s) " \
+        "| **met in 1 of 2 runs** |" in text
+    scale.code_of.cache_clear()
