@@ -23,6 +23,7 @@ import argparse
 import contextlib
 import datetime
 import functools
+import hashlib
 import itertools
 import json
 import math
@@ -400,22 +401,26 @@ class Series:
 CODE_PATHS = ("libs", "services", "bench", "pyproject.toml")
 """What a run measures. Commits that changed nothing here (docs, the report's own results) ran
 the same code, so their runs repeat one another: a target is judged over all of them."""
+NOT_MEASURED = ("bench/scale.py",)
+"""This report's own renderer, which no figure depends on."""
 
 
 @functools.cache
 def code_of(commit: str | None) -> str | None:
-    """The code a run at `commit` measured: the git objects of CODE_PATHS there. A commit with
-    edits ("+dirty"), or one this checkout does not have (a shallow clone), is only itself."""
+    """The code a run at `commit` measured: a digest of the files of CODE_PATHS there (but
+    NOT_MEASURED). A commit with edits ("+dirty"), or one this checkout does not have (a shallow
+    clone), is only itself."""
     if commit is None or commit.endswith("+dirty"):
         return commit
-    paths = [f"{commit}:{path}" for path in CODE_PATHS]
     try:
         done = subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", *paths], capture_output=True, text=True, timeout=30, check=True
+            ["git", "-C", str(REPO), "ls-tree", "-r", commit, "--", *CODE_PATHS],
+            capture_output=True, text=True, timeout=30, check=True,
         )
     except (OSError, subprocess.SubprocessError):
         return commit
-    return " ".join(done.stdout.split())
+    files = [line for line in done.stdout.splitlines() if line.partition("\t")[2] not in NOT_MEASURED]
+    return hashlib.sha256("\n".join(files).encode()).hexdigest()
 
 
 def strategy(name: str) -> Callable[[BenchResult], bool]:
@@ -866,9 +871,9 @@ class Report:
             ])
         return ["## Runs", "", "Every run, in order; where a size was run again, the figures are from the last "
                 "attempt and the earlier one stays listed. A target (a time, the Description rate) lists every "
-                "finished run of its size that measured the code of that attempt (libs/, services/, bench/ and "
-                "pyproject.toml as at its commit: commits that changed only the docs ran the same code), and counts "
-                "as met only if each run met it.", "",
+                "finished run of its size that measured the code of that attempt (libs/, services/, bench/ but this "
+                "report's renderer, and pyproject.toml as at its commit: commits that changed only the docs ran the "
+                "same code), and counts as met only if each run met it.", "",
                 *table(["bench", "clusters", "status", "seconds", "load before", "notes"], rows), ""]
 
     def notes_section(self) -> list[str]:

@@ -212,10 +212,10 @@ def test_a_target_run_again_at_one_commit_is_met_only_if_every_run_met_it(scale:
 def test_runs_at_commits_that_changed_only_the_docs_repeat_one_another(
     scale: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A commit of docs alone runs the same code as the one before it: a target met in the later
-    run only is not met, though the two runs' commits differ."""
+    """A commit of docs alone (or of the report's renderer) runs the same code as the one before
+    it: a target met in the later run only is not met, though the two runs' commits differ."""
     repo = tmp_path / "repo"
-    for path in ("libs/a.py", "services/b.py", "bench/c.py", "pyproject.toml", "docs/d.md"):
+    for path in ("libs/a.py", "services/b.py", "bench/c.py", "bench/scale.py", "pyproject.toml", "docs/d.md"):
         (repo / path).parent.mkdir(parents=True, exist_ok=True)
         (repo / path).write_text("one\n")
 
@@ -228,7 +228,8 @@ def test_runs_at_commits_that_changed_only_the_docs_repeat_one_another(
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     first = commit("code")
     (repo / "docs/d.md").write_text("two\n")
-    docs_only = commit("docs")
+    (repo / "bench/scale.py").write_text("two\n")
+    docs_only = commit("docs and the renderer")
     (repo / "libs/a.py").write_text("two\n")
     changed = commit("code changed")
     monkeypatch.setattr(scale, "REPO", repo)
