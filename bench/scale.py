@@ -7,8 +7,8 @@ clusternet_nats.testing.benchresult) and each run's output in --results, then re
 from what is there: a figure that was not measured says why (timeout, failure, bench missing, the
 bench did not report it), never a guess. The machine is shared, so one size may be run again: the
 figures are the last attempt's, and a target (a time, the Description rate) shows every finished
-run of that code beside it (at that commit, or any that changed only the docs), met only if each
-run met it.
+run of that code beside it (at that commit, or any that changed only the docs or this renderer),
+met only if each run met it.
 
     .venv/bin/python bench/scale.py                               # 100, 1,000, 5,000, 10,000
     .venv/bin/python bench/scale.py --clusters 100,1000 --results /root/scratch/results
