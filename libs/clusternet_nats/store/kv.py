@@ -412,7 +412,18 @@ class StatusStore(Generic[T]):
 
     async def put_if_changed(self, key: str, value: T) -> bool:
         """Writes unless the stored value already equals it (CAS on what was read); True if written."""
-        current = await self.get(key)
+        return await self._replace(key, value, await self.get(key))
+
+    async def create_or_replace(self, key: str, value: T) -> bool:
+        """`put_if_changed` for a key most likely absent: created unread; if one is stored, compared
+        with the record the refused create carried. True if written."""
+        try:
+            await self.put(key, value, 0)
+        except ConflictError as conflict:
+            return await self._replace(key, value, await self.lost_to(key, conflict))
+        return True
+
+    async def _replace(self, key: str, value: T, current: Versioned[T] | None) -> bool:
         if current is not None and current.value == value:
             return False
         await self.put(key, value, current.revision if current else 0)
@@ -476,6 +487,12 @@ class ObjectStore(Generic[K]):
         key = self.key(namespace, name)
         found = await self.bucket.get(key)
         return None if found is None else self.decode(*found, key)
+
+    async def lost_to(self, namespace: str | None, name: str, conflict: ConflictError) -> K | None:
+        """What a write that lost `conflict` lost to: as the conflict says, else read."""
+        if conflict.current is None:
+            return await self.get(namespace, name)
+        return self.decode(*conflict.current, self.key(namespace, name))
 
     async def require(self, namespace: str | None, name: str) -> K:
         obj = await self.get(namespace, name)

@@ -192,28 +192,27 @@ class Heartbeat:
 
     async def _sync_labels(self, collected: Collected) -> None:
         """Replaces the ManagedCluster's aggregated node labels with the latest common ones; a copy
-        that lost its compare-and-set (the hub changed the cluster meanwhile) is read again once."""
-        aggregation = self.collector.aggregation
+        that lost its compare-and-set (the hub changed the cluster meanwhile) is replaced once by
+        the version it lost to, which the hub's refusal carries."""
+        ident = self.identity
         current, self._registered_as = self._registered_as, None
-        for attempt in range(2):
-            current = current or await self.clusters.get(self.identity.namespace, self.identity.name)
-            if current is None:
-                return
-            labels = {k: v for k, v in current.labels.items() if not aggregation.owns(k)} | collected.labels
-            if labels == current.labels:
-                break
-            desired = current.model_copy(deep=True)
-            desired.metadata.labels = labels
-            try:
-                await self.clusters.update(desired, current)
-            except ConflictError:
-                if attempt:
-                    raise
-                current = None
-                continue
-            self._log.info("heartbeat.labels_aggregated", labels=collected.labels)
-            break
+        try:
+            await self._aggregate_labels(current or await self.clusters.get(ident.namespace, ident.name), collected)
+        except ConflictError as conflict:
+            await self._aggregate_labels(await self.clusters.lost_to(ident.namespace, ident.name, conflict), collected)
         self._labels = collected.labels
+
+    async def _aggregate_labels(self, current: ManagedCluster | None, collected: Collected) -> None:
+        if current is None:
+            return
+        aggregation = self.collector.aggregation
+        labels = {k: v for k, v in current.labels.items() if not aggregation.owns(k)} | collected.labels
+        if labels == current.labels:
+            return
+        desired = current.model_copy(deep=True)
+        desired.metadata.labels = labels
+        await self.clusters.update(desired, current)
+        self._log.info("heartbeat.labels_aggregated", labels=collected.labels)
 
     async def _write_inventory(self, collected: Collected, first: bool = False) -> None:
         """Writes the node inventory if it changed; on the `first` round by creating it (a
@@ -222,12 +221,7 @@ class Heartbeat:
         if inventory == self._inventory:
             return
         if first:
-            try:
-                await self.inventories.put(self.key, inventory, 0)
-            except ConflictError as conflict:
-                stored = await self.inventories.lost_to(self.key, conflict)
-                if stored is None or stored.value != inventory:
-                    await self.inventories.put(self.key, inventory, stored.revision if stored else 0)
+            await self.inventories.create_or_replace(self.key, inventory)
         else:
             await self.inventories.put_if_changed(self.key, inventory)
         self._inventory = inventory

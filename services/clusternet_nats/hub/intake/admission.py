@@ -109,13 +109,14 @@ class ManagedClusterRule:
     async def admit(self, cluster: ClusterCredential, key: str, data: bytes, revision: int) -> bytes:
         own_cluster_key(cluster, key, "ManagedCluster")
         desired = parse(ManagedCluster, data, f"ManagedCluster {key}")
-        current = await self.clusters.get(cluster.namespace, cluster.name)
-        if current is None:
+        stored = await self.clusters.bucket.get(key)
+        if stored is None:
             raise Refused(404, f"ManagedCluster {key} does not exist; the hub creates it at registration")
-        if current.metadata.resource_version != str(revision):
+        if stored[1] != revision:
             # A change is judged against the version it was made on: on an older one, what the
             # cluster did not change (a label the hub added since) would look changed.
-            raise ConflictError(self.bucket, key, f"revision {revision} is not the latest")
+            raise ConflictError(self.bucket, key, f"revision {revision} is not the latest", stored)
+        current = self.clusters.decode(*stored, key)
         if desired.spec != current.spec:
             raise Refused(403, f"ManagedCluster {key}: a cluster may not change its spec")
         keys = desired.labels.keys() | current.labels.keys()
