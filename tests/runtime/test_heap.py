@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import pytest
 from clusternet_nats.runtime import heap
@@ -35,3 +36,40 @@ async def test_an_untuned_process_or_a_libc_without_malloc_trim_does_nothing(mon
 def test_glibc_offers_malloc_trim_here() -> None:
     """The machines we ship to run glibc (Debian images): the trim is really there."""
     assert heap._malloc_trim() is not None
+
+
+async def test_a_tuned_process_builds_with_the_collector_off_then_settles_what_it_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settled: list[bool] = []
+    monkeypatch.setattr(heap, "_tuned", True)
+    monkeypatch.setattr(heap, "settle", lambda: settled.append(gc.isenabled()))
+    assert gc.isenabled()
+    try:
+        with heap.building():
+            assert not gc.isenabled(), "no collection while the clusters start"
+        assert gc.isenabled() and settled == [True], "on again, and what was built settled once"
+        with pytest.raises(RuntimeError), heap.building():
+            raise RuntimeError("a cluster failed to start")
+        assert gc.isenabled() and settled == [True], "a failed start is not settled"
+    finally:
+        gc.enable()
+
+
+async def test_the_collector_comes_back_after_the_limit_if_the_start_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(heap, "_tuned", True)
+    monkeypatch.setattr(heap, "settle", lambda: None)
+    try:
+        with heap.building(limit=0.01):
+            await eventually(gc.isenabled, timeout=10, what="the collector on again after the limit")
+    finally:
+        gc.enable()
+
+
+async def test_an_untuned_process_builds_with_the_collector_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    settled: list[bool] = []
+    monkeypatch.setattr(heap, "_tuned", False)
+    monkeypatch.setattr(heap, "settle", lambda: settled.append(True))
+    with heap.building():
+        assert gc.isenabled()
+    assert settled == []

@@ -12,7 +12,13 @@ work itself. So:
   before, so the work per allocation shrinks, and far fewer objects are promoted to be read again;
 * once the service is ready, what it built to get there (modules, schemas, the first listing of
   every informer, for an agent its clusters' state) is collected once and frozen out of every
-  later collection (`gc.freeze`, as Instagram's servers do before forking).
+  later collection (`gc.freeze`, as Instagram's servers do before forking);
+* a process of simulated clusters starts them with the collector off (`building`), for at most
+  `BUILDING_LIMIT` seconds: what is alive at a collection then is mostly the clusters' requests
+  in flight, dead moments later, not garbage. Measured in a 10,000-cluster registration (four
+  processes of 2,500): each process spent 3.6 s of its 19 CPU-s in young and middle collections
+  that freed some 140,000 of the millions of objects they examined; with the collector off until
+  its clusters had started, and one collection then, 1.9 s.
 
 Reference counting frees every object without a cycle as before; cyclic garbage is still found,
 only later.
@@ -28,14 +34,18 @@ library has no `malloc_trim` (not glibc) nothing is done.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 YOUNG_THRESHOLD = 50_000
 """Allocations (less deallocations) of tracked objects between two young collections."""
 OLDER_THRESHOLDS = (20, 10)
 """Young collections per middle one, middle ones per full one (full ones wait for the quarter)."""
+BUILDING_LIMIT = 300.0
+"""Seconds the collector stays off while a process starts its clusters, at most (`building`): a
+start the hub keeps waiting (retrying with backoff) must not grow its garbage for as long."""
 TRIM_INTERVAL = 10.0
 """Seconds between two returns of freed heap pages to the system (`return_freed`)."""
 
@@ -58,6 +68,24 @@ def settle() -> None:
     if _tuned:
         gc.collect()
         gc.freeze()
+
+
+@contextlib.contextmanager
+def building(limit: float = BUILDING_LIMIT) -> Iterator[None]:
+    """The process builds its state (call from the event loop): the collector is off until the
+    block ends or `limit` seconds have passed, and what was built is then settled. Only in a
+    process `tune` set up, with the collector on."""
+    if not _tuned or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    resume = asyncio.get_running_loop().call_later(limit, gc.enable)
+    try:
+        yield
+    finally:
+        resume.cancel()
+        gc.enable()
+    settle()
 
 
 def _malloc_trim() -> Callable[[int], int] | None:

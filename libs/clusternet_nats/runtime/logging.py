@@ -54,9 +54,16 @@ def process_service() -> str:
     return (sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "") or "clusternet"
 
 
-def configure_logging(level: str = "info", json: bool | None = None, service: str | None = None) -> None:
+def configure_logging(
+    level: str = "info", json: bool | None = None, service: str | None = None, final: bool = False
+) -> None:
     """Configures structlog and the standard `logging` root alike; `json` None: JSON unless
-    stderr is a terminal; `service`: the name on lines no task has bound one for."""
+    stderr is a terminal; `service`: the name on lines no task has bound one for.
+
+    `final`: nothing configures logging again in this process (a service's, once it runs), so
+    each module's logger is built on its first use and kept, instead of on every call (2.2 us
+    for a call below the level, 0.9 us kept: a simulated cluster's start makes dozens). A test
+    process reconfigures (levels, captured logs), so by default loggers are built per call."""
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
     if json is None:
         json = not sys.stderr.isatty()
@@ -79,7 +86,7 @@ def configure_logging(level: str = "info", json: bool | None = None, service: st
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),  # type: ignore[arg-type]
-        cache_logger_on_first_use=False,
+        cache_logger_on_first_use=final,
     )
     formatter = structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name, structlog.stdlib.ExtraAdder()],

@@ -274,7 +274,7 @@ async def serve(
 
 def run(name: str, options: CommonOptions, build: Builder) -> None:
     """Process entry point: logging, tracing, signals, serve."""
-    configure_logging(options.log_level, service=name)
+    configure_logging(options.log_level, service=name, final=True)
     heap.tune()
     try:
         tracing = configure_tracing(name)

@@ -118,10 +118,10 @@ class Agent:
         try:
             if self.options.backend is Backend.KUBE:
                 self.clusters = [await self._kube_cluster()]
-            async with asyncio.TaskGroup() as group:
-                for cluster in self.clusters:
-                    group.create_task(cluster.start(options))
-            heap.settle()  # the clusters' state, built once, is not garbage
+            with heap.building():  # the clusters' state, built once, is not garbage
+                async with asyncio.TaskGroup() as group:
+                    for cluster in self.clusters:
+                        group.create_task(cluster.start(options))
             log.info("agent.started", clusters=len(self.clusters))
             await asyncio.Event().wait()
         except Exception as err:
