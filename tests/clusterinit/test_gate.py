@@ -21,6 +21,7 @@ from clusternet_nats.domain import clusterinit as init
 from clusternet_nats.domain.readiness import ready_condition
 from clusternet_nats.hub import __main__ as hub_cli
 from clusternet_nats.hub.clusterinit import ClusterInitController
+from clusternet_nats.hub.clusterinit.controller import _same
 from clusternet_nats.hub.registration.records import ensure_registration_buckets
 from clusternet_nats.hub.registration.registrar import Registrar
 from clusternet_nats.runtime.service import ServiceContext
@@ -170,3 +171,64 @@ async def test_the_init_condition_of_a_new_cluster_is_written_beside_a_report_it
     (status,) = merged
     assert status.k8s_version == "v1.30.0"
     assert {c.type for c in status.conditions or []} == {"Ready", init.CONDITION}
+
+
+@pytest.mark.parametrize("gate", [True, False])
+async def test_the_registrar_creates_a_new_clusters_status_with_the_condition_the_controller_keeps(
+    nats_server: NatsServer, nc: NATS, js: JetStreamContext, gate: bool
+) -> None:
+    """The registrar writes a new cluster's first status with the ClusterInit condition and
+    answers with it: the agent's first report builds on it, and the controller, finding the
+    condition it would write, writes nothing (each new cluster's first report was refused once
+    by the controller's write)."""
+    await ensure_registration_buckets(js)
+    cluster_id = str(uuid.uuid4())
+    spec = ClusterRegistrationRequestSpec(cluster_id=cluster_id, cluster_name=f"c-{cluster_id[:8]}")
+    request = ClusterRegistrationRequest.new(f"req-{cluster_id[:8]}", spec=spec)
+    wire = RegistrationRequest(request=request, credential_hash=credential_hash(new_secret()))
+    reply = await Registrar(nc, js, cluster_init=gate).register(wire)
+    assert reply.managed_cluster is not None and reply.managed_cluster_status is not None
+    status_bucket = by_kind(ManagedCluster.KIND).status_bucket
+    assert status_bucket is not None
+    statuses = StatusStore(js, status_bucket, ManagedClusterStatus)
+    key = f"{reply.managed_cluster.namespace}.{reply.managed_cluster.name}"
+    first = await statuses.get(key)
+    assert first is not None and first.revision == reply.managed_cluster_status_revision
+    assert first.value == reply.managed_cluster_status
+    wanted = init.init_condition(gate, reply.managed_cluster, init.Progress(None))
+    assert _same(init.init_condition_of(first.value), wanted)
+    reconciled: list[str] = []
+
+    class Counting(ClusterInitController):
+        async def reconcile(self, key: str) -> None:
+            await super().reconcile(key)
+            reconciled.append(key)
+
+    async def build(ctx: ServiceContext) -> None:
+        Counting(ctx, enabled=gate)
+
+    async with running_service("clusternet-hub", build, nats_server.url):
+        await eventually(lambda: key in reconciled, 20, what="the new cluster reconciled")
+    assert await statuses.get(key) == first, "the controller wrote the condition again"
+
+
+async def test_a_create_refused_by_a_status_with_the_same_condition_writes_nothing(
+    js: JetStreamContext, nats_server: NatsServer, unique_ns: str
+) -> None:
+    """The controller saw the cluster before the registrar's status reached it: its unread
+    create is refused, and the refusal shows the condition already there."""
+    status_bucket = by_kind(ManagedCluster.KIND).status_bucket
+    assert status_bucket is not None
+    statuses = StatusStore(js, status_bucket, ManagedClusterStatus)
+    key = f"{unique_ns}.raced"
+    spec = ManagedClusterSpec(cluster_id=str(uuid.uuid4()), sync_mode="Pull")
+    condition = init.init_condition(False, ManagedCluster.new("raced", unique_ns, spec=spec), init.Progress(None))
+    revision = await statuses.put(key, ManagedClusterStatus(conditions=[condition]), 0)
+
+    async def build(ctx: ServiceContext) -> None:
+        await ClusterInitController(ctx, enabled=False)._write_condition(key, condition)
+
+    async with running_service("clusternet-hub", build, nats_server.url):
+        pass
+    stored = await statuses.get(key)
+    assert stored is not None and stored.revision == revision

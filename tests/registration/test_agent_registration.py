@@ -57,8 +57,9 @@ async def test_a_new_cluster_reads_only_its_managedcluster_and_a_restart_writes_
     hub: RegistrationHub, tmp_path: Path
 ) -> None:
     """In a registration storm each intake request costs the agent, the hub and NATS: a new
-    cluster takes its ManagedCluster from the registrar's answer, and creates its status and node
-    inventory without reading them. A restarted agent reads its ManagedCluster; its creates
+    cluster takes its ManagedCluster and its first status from the registrar's answer, writes its
+    report over that status (not refused by it), and creates its node inventory without reading
+    it. A restarted agent reads its ManagedCluster; its creates
     conflict, the hub's refusals carry what is stored, its inventory and its last report, and it
     writes neither again nor asks for them."""
     settings = RegistrationSettings(await hub.token(), tmp_path / "state")
@@ -80,7 +81,8 @@ async def test_a_new_cluster_reads_only_its_managedcluster_and_a_restart_writes_
         await agent.stop()
         assert sorted(asked) == [("put", "managedclusters-status"), ("put", NODE_INVENTORIES_BUCKET)], asked
         first, inventory = await statuses.get(key), await inventories.get(key)
-        assert first is not None and first.value.conditions and inventory is not None
+        assert first is not None and inventory is not None
+        assert {c.type for c in first.value.conditions or []} == {"Ready", "ClusterInit"}, "the report beside it"
 
         asked.clear()
         agent = await run_agent(hub, settings)

@@ -12,7 +12,7 @@ import hashlib
 import secrets
 from datetime import datetime
 
-from clusternet_nats.api.clusters import ClusterRegistrationRequest, ManagedCluster
+from clusternet_nats.api.clusters import ClusterRegistrationRequest, ManagedCluster, ManagedClusterStatus
 from clusternet_nats.api.meta import Model
 from clusternet_nats.api.schemas import register_message
 from clusternet_nats.api.subjects import (
@@ -98,6 +98,11 @@ class RegistrationReply(Model):
     """Approved by this answer: the ManagedCluster as the registrar created it, with its
     resourceVersion, so the agent's first heartbeat builds on it instead of reading it back (in a
     registration storm every read is a request to the hub's intake). None when it existed before."""
+    managed_cluster_status: ManagedClusterStatus | None = None
+    """Created by this answer: the cluster's first status (its ClusterInit condition), which the
+    agent's first report builds on instead of being refused by it. None when one existed before."""
+    managed_cluster_status_revision: int | None = None
+    """The revision `managedClusterStatus` was written at."""
 
 
 DEFAULT_TOKEN_TTL_SECONDS = 24 * 3600.0

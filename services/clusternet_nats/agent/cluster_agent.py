@@ -128,8 +128,9 @@ class ClusterAgent:
             settings.aggregation,
         )
         self.ctx.run_forever(collector.run)
-        created = self.enrollment.created if self.enrollment is not None else None
-        self.heartbeat = Heartbeat(self.ctx, self.identity, collector, self.report_frequency, created)
+        enrollment = self.enrollment
+        created = (enrollment.created, enrollment.created_status) if enrollment is not None else (None, None)
+        self.heartbeat = Heartbeat(self.ctx, self.identity, collector, self.report_frequency, *created)
         self.ctx.run_forever(self.heartbeat.run)
         return asyncio.ensure_future(self.ctx.start())
 

@@ -6,23 +6,23 @@ merges its identity into whatever is there, so taints or labels others added sur
 nothing when nothing changed. Every `--cluster-status-update-frequency` (Clusternet's default: 3
 minutes) it takes the last collection (see collector.py), keeps the ManagedCluster's aggregated
 node labels in step and writes the node inventory when it changed. Liveness is apart from status,
-as Kubernetes' node Lease is from the node status: the status goes to `managedclusters-status`
-only when its content changed (lastObservedTime and the Ready condition's times aside), and
-otherwise the heartbeat is a core NATS message on the cluster's own subject (api/heartbeat.py), so
-a steady fleet stores nothing. The hub's cluster-health controller marks a cluster Unknown after
-three missed heartbeats; when it did, or anything else replaced the status this agent wrote, the
-hub answers the next heartbeat and the agent writes its status again. As Clusternet's status
-manager, it remembers what it last wrote (status revision, labels) and reads again only on a
-conflict or such an answer; a status that already says what it would write (another writer only
-added its own condition, or a restarted agent finds its last report) is taken as written, not
-written again. A new cluster reads nothing back: its ManagedCluster is the one the registrar's
-answer carried, its node labels are aggregated onto that copy, and its status and node inventory
-are created unread (a restarted agent's create conflicts, and it builds on the record the refusal
-carries): in a registration storm every read is a request to the hub's intake, and nearly every
-cluster is new. A failed round is retried sooner than a period, after a wait drawn with full
-jitter from a window that starts at a second and doubles up to 30 s (store/backoff.py): the
-thousands of clusters of a fleet that failed together (a hub restart, a store outage) do not
-retry together.
+as Kubernetes' node Lease is from the node status: the status goes to `managedclusters-status` only
+when its content changed (lastObservedTime and the Ready condition's times aside), and otherwise
+the heartbeat is a core NATS message on the cluster's own subject (api/heartbeat.py), so a steady
+fleet stores nothing. The hub's cluster-health controller marks a cluster Unknown after three
+missed heartbeats; when it did, or anything else replaced the status this agent wrote, the hub
+answers the next heartbeat and the agent writes its status again. As Clusternet's status manager,
+it remembers what it last wrote (status revision, labels) and reads again only on a conflict or
+such an answer; a status that already says what it would write (another writer only added its own
+condition, or a restarted agent finds its last report) is taken as written, not written again. A
+new cluster reads nothing back: its ManagedCluster is the one the registrar's answer carried, its
+node labels are aggregated onto that copy, its first report builds on the status the registrar
+created with it, and its node inventory is created unread (a restarted agent's creates conflict,
+and it builds on the record the refusal carries): in a registration storm every read is a request
+to the hub's intake, and nearly every cluster is new. A failed round is retried sooner than a
+period, after a wait drawn with full jitter from a window that starts at a second and doubles up to
+30 s (store/backoff.py): the thousands of clusters of a fleet that failed together (a hub restart,
+a store outage) do not retry together.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ class Heartbeat:
         collector: StatusCollector,
         frequency: float = DEFAULT_REPORT_FREQUENCY,
         created: ManagedCluster | None = None,
+        created_status: Versioned[ManagedClusterStatus] | None = None,
     ) -> None:
         info = by_kind(ManagedCluster.KIND)
         assert info.status_bucket is not None
@@ -91,6 +92,9 @@ class Heartbeat:
         self._created = created
         """As the hub's registrar created it in answer to this agent: the first `register` builds
         on it instead of reading it (a stale copy loses its compare-and-set, and reads then)."""
+        self._created_status = created_status
+        """The first status the registrar created with it (its ClusterInit condition): the first
+        report builds on it instead of creating the status unread."""
         self._log = log.bind(cluster=identity.name)
 
     async def run(self) -> None:
@@ -164,8 +168,12 @@ class Heartbeat:
             )
             await self.nc.publish(self.subject, beat.to_json(), reply=self.answers)
         else:
-            # A new cluster's first status is created unread.
-            stored = self._status or (None if self._first else await self.statuses.get(self.key))
+            # A new cluster's first status builds on the registrar's, or is created unread.
+            stored = self._status
+            if stored is None and self._first:
+                stored, self._created_status = self._created_status, None
+            elif stored is None:
+                stored = await self.statuses.get(self.key)
             try:
                 await self._write_status(collected, stored)
             except ConflictError as conflict:

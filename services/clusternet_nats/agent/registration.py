@@ -23,7 +23,12 @@ from clusternet_nats.agent.identity import ClusterIdentity
 from clusternet_nats.agent.leaf import LeafNode, LeafRemote
 from clusternet_nats.agent.sidecar import DIRECTORY as SIDECAR_DIRECTORY
 from clusternet_nats.agent.sidecar import SidecarLeaf
-from clusternet_nats.api.clusters import ClusterRegistrationRequest, ClusterRegistrationRequestSpec, ManagedCluster
+from clusternet_nats.api.clusters import (
+    ClusterRegistrationRequest,
+    ClusterRegistrationRequestSpec,
+    ManagedCluster,
+    ManagedClusterStatus,
+)
 from clusternet_nats.api.meta import Model
 from clusternet_nats.api.registration import (
     APPROVED,
@@ -38,6 +43,7 @@ from clusternet_nats.api.registration import (
 from clusternet_nats.domain.names import registration_request_name
 from clusternet_nats.runtime.connection import Connection
 from clusternet_nats.runtime.service import CommonOptions
+from clusternet_nats.store import Versioned
 from clusternet_nats.store.backoff import Backoff
 from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
@@ -147,6 +153,8 @@ class Enrollment:
         self.leaf: LeafNode | SidecarLeaf | None = None
         self.created: ManagedCluster | None = None
         """The ManagedCluster the registrar created in answer to this agent, if it did."""
+        self.created_status: Versioned[ManagedClusterStatus] | None = None
+        """Its first status, created with it, at its revision."""
 
     async def connect_url(self, nats_url: str) -> str:
         """Registers if this cluster never did, then returns the URL to connect to as the cluster."""
@@ -171,6 +179,8 @@ class Enrollment:
             attempts.append((self.settings.bootstrap_token, _TOKEN_TIMEOUT))
             reply = await self._register(spec, secret, nats_url, attempts)
             self.created = reply.managed_cluster
+            if reply.managed_cluster_status is not None and reply.managed_cluster_status_revision:
+                self.created_status = Versioned(reply.managed_cluster_status, reply.managed_cluster_status_revision)
             saved = SavedCredentials(
                 cluster_id=ident.cluster_id,
                 secret=secret,

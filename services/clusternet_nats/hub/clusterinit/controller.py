@@ -177,12 +177,16 @@ class ClusterInitController:
 
     async def _write_condition(self, key: str, condition: Condition) -> None:
         """Beside what else the status holds: read first unless no status is known, as for a new
-        cluster (in a registration storm, nearly every one), whose status is created unread."""
+        cluster (in a registration storm, nearly every one), whose status is created unread; the
+        registrar creates it with this condition, so a create refused by one saying it already
+        is not written again."""
         stored = await self.status_store.get(key) if self.statuses.revision(key) else None
         try:
             await self._put_condition(key, condition, stored)
-        except AlreadyExistsError as conflict:  # its agent's first report came first
-            await self._put_condition(key, condition, await self.status_store.lost_to(key, conflict))
+        except AlreadyExistsError as conflict:  # the registrar's first status, or the agent's report, came first
+            stored = await self.status_store.lost_to(key, conflict)
+            if stored is None or not _same(init.init_condition_of(stored.value), condition):
+                await self._put_condition(key, condition, stored)
 
     async def _put_condition(
         self, key: str, condition: Condition, stored: Versioned[ManagedClusterStatus] | None

@@ -4,6 +4,12 @@ The callout has already checked the bootstrap token (only its holder can publish
 request is approved unless another agent holds the cluster id: the credential is created with a
 compare-and-set, and a second claimant with a different secret is denied. A repeated request with
 the same secret (an agent retrying after a lost reply) gets the same answer again.
+
+A cluster it creates gets its first status too, written just before it, holding the ClusterInit
+condition the hub's controller would write first (hub/clusterinit), and the answer carries both
+with their revisions: the agent's first heartbeat builds on them. Were the controller to write the condition after
+the registration, every new cluster's first report, created unread, would be refused once: in a
+registration storm, one more request to the hub's intake per cluster.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from clusternet_nats.api.clusters import (
     ClusterRegistrationRequestStatus,
     ManagedCluster,
     ManagedClusterSpec,
+    ManagedClusterStatus,
 )
 from clusternet_nats.api.registration import (
     APPROVED,
@@ -29,12 +36,12 @@ from clusternet_nats.api.registration import (
 )
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.api.subjects import REGISTRATION
-from clusternet_nats.domain.clusterinit import waiting_taint
+from clusternet_nats.domain import clusterinit as init
 from clusternet_nats.domain.names import dedicated_namespace, registration_request_name
 from clusternet_nats.hub.registration.records import ClusterCredential, credential_store
 from clusternet_nats.runtime.metrics import REGISTRATIONS
 from clusternet_nats.runtime.responder import Failure, Responder, Unanswerable
-from clusternet_nats.store import AlreadyExistsError, ObjectStore, StatusStore
+from clusternet_nats.store import AlreadyExistsError, ObjectStore, StatusStore, Versioned
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
@@ -77,7 +84,9 @@ class Registrar:
         info = by_kind("ClusterRegistrationRequest")
         self.requests: ObjectStore[ClusterRegistrationRequest] = ObjectStore(js, info)
         self.request_status = StatusStore(js, info.status_bucket or "", ClusterRegistrationRequestStatus)
-        self.clusters: ObjectStore[ManagedCluster] = ObjectStore(js, by_kind("ManagedCluster"))
+        cluster_info = by_kind(ManagedCluster.KIND)
+        self.clusters: ObjectStore[ManagedCluster] = ObjectStore(js, cluster_info)
+        self.cluster_statuses = StatusStore(js, cluster_info.status_bucket or "", ManagedClusterStatus)
 
     async def start(self) -> None:
         await self.responder.start()
@@ -129,7 +138,11 @@ class Registrar:
             return RegistrationReply(result=DENIED, error_message=status.error_message or "denied by an administrator")
         if status.result != APPROVED:
             return RegistrationReply(result=PENDING)
-        created = await self._ensure_cluster(wire.request, claim)
+        cluster = self._new_cluster(wire.request, claim)
+        # The status first: the hub's ClusterInit controller, seeing the cluster, finds its
+        # condition there (after it, a quarter of the controller's creates were refused by it).
+        first = await self._first_status(cluster)
+        created = await self._ensure_cluster(cluster)
         if not claim.approved:
             await self.credentials.put(spec.cluster_id, claim.model_copy(update={"approved": True}), revision)
         return RegistrationReply(
@@ -137,6 +150,8 @@ class Registrar:
             dedicated_namespace=claim.namespace,
             managed_cluster_name=claim.name,
             managed_cluster=created,
+            managed_cluster_status=first.value if first else None,
+            managed_cluster_status_revision=first.revision if first else None,
         )
 
     async def _record_request(
@@ -159,11 +174,7 @@ class Registrar:
             current = await self.request_status.get(key)  # asked before: approved, denied or pending
         return current.value if current else status
 
-    async def _ensure_cluster(
-        self, request: ClusterRegistrationRequest, claim: ClusterCredential
-    ) -> ManagedCluster | None:
-        """Creates the ManagedCluster unless it exists (one compare-and-set, no read first: in a
-        registration storm nearly every cluster is new); the one created, if it was."""
+    def _new_cluster(self, request: ClusterRegistrationRequest, claim: ClusterCredential) -> ManagedCluster:
         spec = request.spec
         cluster = ManagedCluster.new(
             claim.name,
@@ -172,7 +183,7 @@ class Registrar:
                 cluster_id=spec.cluster_id,
                 sync_mode=spec.sync_mode,
                 cluster_type=spec.cluster_type,
-                taints=[waiting_taint()] if self.cluster_init else None,
+                taints=[init.waiting_taint()] if self.cluster_init else None,
             ),
         )
         cluster.metadata.labels = {
@@ -180,7 +191,23 @@ class Registrar:
             known.CLUSTER_ID: spec.cluster_id,
             known.CLUSTER_NAME: claim.name,
         }
+        return cluster
+
+    async def _ensure_cluster(self, cluster: ManagedCluster) -> ManagedCluster | None:
+        """Creates the ManagedCluster unless it exists (one compare-and-set, no read first: in a
+        registration storm nearly every cluster is new); the one created, if it was."""
         try:
             return await self.clusters.create(cluster)
         except AlreadyExistsError:
             return None
+
+    async def _first_status(self, cluster: ManagedCluster) -> Versioned[ManagedClusterStatus] | None:
+        """Creates the cluster's status with its ClusterInit condition, as the controller
+        computes it for a cluster with no init Base chosen yet; None if a status exists."""
+        condition = init.init_condition(self.cluster_init, cluster, init.Progress(None))
+        status = ManagedClusterStatus(conditions=[condition])
+        try:
+            revision = await self.cluster_statuses.put(self.clusters.key(cluster.namespace, cluster.name), status, 0)
+        except AlreadyExistsError:
+            return None
+        return Versioned(status, revision)
