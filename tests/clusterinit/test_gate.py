@@ -15,7 +15,7 @@ from clusternet_nats.api.clusters import (
     ManagedClusterStatus,
 )
 from clusternet_nats.api.meta import ConditionStatus
-from clusternet_nats.api.registration import RegistrationRequest, credential_hash, new_secret
+from clusternet_nats.api.registration import RegistrationReply, RegistrationRequest, credential_hash, new_secret
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.domain import clusterinit as init
 from clusternet_nats.domain.readiness import ready_condition
@@ -34,16 +34,21 @@ from nats.js import JetStreamContext
 from typer.testing import CliRunner
 
 
-@pytest.mark.parametrize("gate", [True, False])
-async def test_the_registrar_taints_a_new_cluster_only_with_the_gate_on(
-    nc: NATS, js: JetStreamContext, gate: bool
-) -> None:
+async def registered(nc: NATS, js: JetStreamContext, gate: bool) -> RegistrationReply:
+    """A new cluster registered by the hub's registrar, with the ClusterInit gate on or off."""
     await ensure_registration_buckets(js)
     cluster_id = str(uuid.uuid4())
     spec = ClusterRegistrationRequestSpec(cluster_id=cluster_id, cluster_name=f"c-{cluster_id[:8]}")
     request = ClusterRegistrationRequest.new(f"req-{cluster_id[:8]}", spec=spec)
     wire = RegistrationRequest(request=request, credential_hash=credential_hash(new_secret()))
-    reply = await Registrar(nc, js, cluster_init=gate).register(wire)
+    return await Registrar(nc, js, cluster_init=gate).register(wire)
+
+
+@pytest.mark.parametrize("gate", [True, False])
+async def test_the_registrar_taints_a_new_cluster_only_with_the_gate_on(
+    nc: NATS, js: JetStreamContext, gate: bool
+) -> None:
+    reply = await registered(nc, js, gate)
     assert reply.result == "Approved"
     assert reply.dedicated_namespace is not None and reply.managed_cluster_name is not None
     clusters: ObjectStore[ManagedCluster] = ObjectStore(js, by_kind(ManagedCluster.KIND))
@@ -181,12 +186,7 @@ async def test_the_registrar_creates_a_new_clusters_status_with_the_condition_th
     answers with it: the agent's first report builds on it, and the controller, finding the
     condition it would write, writes nothing (each new cluster's first report was refused once
     by the controller's write)."""
-    await ensure_registration_buckets(js)
-    cluster_id = str(uuid.uuid4())
-    spec = ClusterRegistrationRequestSpec(cluster_id=cluster_id, cluster_name=f"c-{cluster_id[:8]}")
-    request = ClusterRegistrationRequest.new(f"req-{cluster_id[:8]}", spec=spec)
-    wire = RegistrationRequest(request=request, credential_hash=credential_hash(new_secret()))
-    reply = await Registrar(nc, js, cluster_init=gate).register(wire)
+    reply = await registered(nc, js, gate)
     assert reply.managed_cluster is not None and reply.managed_cluster_status is not None
     status_bucket = by_kind(ManagedCluster.KIND).status_bucket
     assert status_bucket is not None
