@@ -94,7 +94,7 @@ class Heartbeat:
         on it instead of reading it (a stale copy loses its compare-and-set, and reads then)."""
         self._created_status = created_status
         """The first status the registrar created with it (its ClusterInit condition): the first
-        report builds on it instead of creating the status unread."""
+        round builds on it instead of creating the status unread."""
         self._log = log.bind(cluster=identity.name)
 
     async def run(self) -> None:
@@ -169,11 +169,7 @@ class Heartbeat:
             await self.nc.publish(self.subject, beat.to_json(), reply=self.answers)
         else:
             # A new cluster's first status builds on the registrar's, or is created unread.
-            stored = self._status
-            if stored is None and self._first:
-                stored, self._created_status = self._created_status, None
-            elif stored is None:
-                stored = await self.statuses.get(self.key)
+            stored = self._status or (self._created_status if self._first else await self.statuses.get(self.key))
             try:
                 await self._write_status(collected, stored)
             except ConflictError as conflict:
@@ -181,7 +177,7 @@ class Heartbeat:
                 # marking us Unknown), or a restarted agent finds its last report: build on what
                 # is there now, which the hub's refusal carries.
                 await self._write_status(collected, await self.statuses.lost_to(self.key, conflict))
-        first, self._first = self._first, False
+        first, self._first, self._created_status = self._first, False, None
         await self._write_inventory(collected, first)
 
     async def _write_status(self, collected: Collected, current: Versioned[ManagedClusterStatus] | None) -> None:
