@@ -177,20 +177,20 @@ class ClusterInitController:
 
     async def _write_condition(self, key: str, condition: Condition) -> None:
         """Beside what else the status holds: read first unless no status is known, as for a new
-        cluster (in a registration storm, nearly every one), whose status is created unread; the
-        registrar creates it with this condition, so a create refused by one saying it already
-        is not written again."""
+        cluster (in a registration storm, nearly every one), whose status is created unread."""
         stored = await self.status_store.get(key) if self.statuses.revision(key) else None
         try:
             await self._put_condition(key, condition, stored)
         except AlreadyExistsError as conflict:  # the registrar's first status, or the agent's report, came first
-            stored = await self.status_store.lost_to(key, conflict)
-            if stored is None or not _same(init.init_condition_of(stored.value), condition):
-                await self._put_condition(key, condition, stored)
+            await self._put_condition(key, condition, await self.status_store.lost_to(key, conflict))
 
     async def _put_condition(
         self, key: str, condition: Condition, stored: Versioned[ManagedClusterStatus] | None
     ) -> None:
+        """Unless what is stored already says it: the registrar's first status, or this
+        controller's own write that its informer has not shown yet (a second reconcile)."""
+        if stored is not None and _same(init.init_condition_of(stored.value), condition):
+            return
         out = stored.value if stored else ManagedClusterStatus()
         out.conditions = set_condition(out.conditions or [], condition)
         await self.status_store.put(key, out, stored.revision if stored else 0)
