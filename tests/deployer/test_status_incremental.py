@@ -99,3 +99,35 @@ def test_absorbed_changes_show_in_the_next_refresh() -> None:
         statuses[changed] = [_random_status(rng)]
         assert aggregator.absorb("default/sub", [Release(_cluster_id(changed), f"c{changed}", statuses[changed])])
     assert aggregator.refresh("default/sub", []) == aggregate(FEEDS, releases())
+
+
+def test_refreshes_keep_the_summaries_a_full_recount_gives() -> None:
+    """The running totals: sums, the maximum observedGeneration (its holder's status may lower
+    it), availability and completed releases follow every change as a recount would."""
+    rng = random.Random(11)
+
+    def status() -> DescriptionStatus | None:
+        found = _random_status(rng)
+        for manifest in (found.manifest_statuses or []) if found is not None else []:
+            if manifest.kind == "Deployment" and manifest.observed_status is not None:
+                manifest.observed_status["observedGeneration"] = rng.choice([1, 2, 2, 2, 7])
+        return found
+
+    statuses = {index: [status()] for index in range(5)}
+
+    def release(index: int) -> Release:
+        return Release(_cluster_id(index), f"c{index}", list(statuses[index]))
+
+    aggregator = Aggregator()
+    aggregator.aggregate("default/sub", FEEDS, [release(i) for i in sorted(statuses)])
+    generations = set()
+    for _ in range(400):
+        changed = rng.randrange(5)
+        statuses[changed] = [status()]
+        refreshed = aggregator.refresh("default/sub", [release(changed)])
+        assert refreshed == aggregate(FEEDS, [release(i) for i in sorted(statuses)])
+        assert refreshed is not None and refreshed.aggregated_statuses is not None
+        summary = refreshed.aggregated_statuses[1].feed_status_summary
+        if summary is not None and summary.replica_status is not None:
+            generations.add(summary.replica_status.observed_generation)
+    assert generations >= {2, 7}, "the maximum was taken out and came back"

@@ -7,14 +7,17 @@ counters read from the observed status) and their sum. Zero counters are left ou
 Clusternet's `omitempty` leaves them out of its JSON.
 
 `aggregate` recounts everything; an `Aggregator` gives the same status while remembering each
-cluster's part (its per-feed details and counters, and the statuses they came from), so that the
-pass after one Description's status changed recomputes one cluster's part (`refresh`) and sums
-the rest, instead of re-reading every Description status of the fleet.
+cluster's part (its per-feed details and counters, and the statuses they came from) and their
+running totals (`_Tally`), so that the pass after one Description's status changed recomputes one
+cluster's part (`refresh`), takes the old part out of the totals and puts the new one in, instead of
+re-reading every Description status of the fleet or adding every cluster's counters up again (at
+10,000 clusters that sum was an eighth of the deployer's CPU during a rollout).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from clusternet_nats.api.apps import (
@@ -130,38 +133,70 @@ def _part(feeds: Sequence[Feed], release: Release) -> _Part:
     return _Part(tuple(release.statuses), details, counters, release.completed)
 
 
-def _summary(details: Sequence[FeedStatusPerCluster], counters: Sequence[dict[str, int]]) -> FeedStatus:
-    totals = dict.fromkeys(_COUNTERS, 0)
-    for found in counters:
-        for name in _COUNTERS:
-            value = found.get(name) or 0
-            totals[name] = max(totals[name], value) if name in _MAXED else totals[name] + value
-    return FeedStatus(available=all(detail.available for detail in details), replica_status=_replica_status(totals))
+@dataclass
+class _Tally:
+    """What the summaries add up over a Subscription's clusters, per feed, kept as parts come and
+    go: the counters' sums, how many clusters report each value of a counter summarized by its
+    maximum (a maximum cannot be taken back out, a count of each value can), and how many
+    clusters are not available."""
+
+    sums: list[Counter[str]]
+    maxed: list[dict[str, Counter[int]]]
+    unavailable: list[int]
+    completed: int = 0
+
+    @classmethod
+    def of(cls, feeds: int, parts: Iterable[_Part]) -> _Tally:
+        tally = cls([Counter() for _ in range(feeds)], [{} for _ in range(feeds)], [0] * feeds)
+        for part in parts:
+            tally.count(part, 1)
+        return tally
+
+    def count(self, part: _Part, sign: int) -> None:
+        """Adds the part (`sign` 1) or takes it out (-1)."""
+        self.completed += sign * part.completed
+        for index, (detail, counters) in enumerate(zip(part.details, part.counters, strict=True)):
+            self.unavailable[index] += sign * (not detail.available)
+            for name, value in counters.items():
+                if not value:
+                    continue
+                if name in _MAXED:
+                    seen = self.maxed[index].setdefault(name, Counter())
+                    seen[value] += sign
+                    if not seen[value]:
+                        del seen[value]
+                else:
+                    self.sums[index][name] += sign * value
+
+    def summary(self, index: int) -> FeedStatus:
+        totals = {name: value for name, value in self.sums[index].items() if value}
+        for name, seen in self.maxed[index].items():
+            highest = max(seen, default=0)
+            if highest > 0:
+                totals[name] = highest
+        return FeedStatus(available=not self.unavailable[index], replica_status=_replica_status(totals))
 
 
-def _combine(feeds: Sequence[Feed], parts: Sequence[_Part]) -> SubscriptionStatus:
+def _combine(feeds: Sequence[Feed], parts: Sequence[_Part], tally: _Tally) -> SubscriptionStatus:
     aggregated = []
     for index, feed in enumerate(feeds):
-        details = [part.details[index] for part in parts]
         aggregated.append(
             AggregatedStatus(
                 api_version=feed.api_version,
                 kind=feed.kind,
                 name=feed.name,
                 namespace=feed.namespace,
-                feed_status_summary=_summary(details, [part.counters[index] for part in parts]),
-                feed_status_details=details,
+                feed_status_summary=tally.summary(index),
+                feed_status_details=[part.details[index] for part in parts],
             )
         )
-    return SubscriptionStatus(
-        completed_releases=sum(1 for part in parts if part.completed),
-        aggregated_statuses=aggregated,
-    )
+    return SubscriptionStatus(completed_releases=tally.completed, aggregated_statuses=aggregated)
 
 
 def aggregate(feeds: Sequence[Feed], releases: Sequence[Release]) -> SubscriptionStatus:
     """The part of a Subscription's status the deployer owns, recounted from every release."""
-    return _combine(feeds, [_part(feeds, release) for release in releases])
+    parts = [_part(feeds, release) for release in releases]
+    return _combine(feeds, parts, _Tally.of(len(feeds), parts))
 
 
 def _same(known: Sequence[DescriptionStatus | None], now: Sequence[DescriptionStatus | None]) -> bool:
@@ -175,6 +210,7 @@ class Aggregator:
 
     _feeds: dict[str, tuple[Feed, ...]] = field(default_factory=dict)
     _parts: dict[str, dict[tuple[str, str], _Part]] = field(default_factory=dict)
+    _tallies: dict[str, _Tally] = field(default_factory=dict)
 
     def aggregate(self, key: str, feeds: Sequence[Feed], releases: Sequence[Release]) -> SubscriptionStatus:
         """What `aggregate(feeds, releases)` returns; clusters not released any more are forgotten."""
@@ -187,8 +223,10 @@ class Aggregator:
             if part is None or not _same(part.statuses, release.statuses):
                 part = _part(feeds, release)
             parts[cluster] = part
+        ordered = [parts[(release.cluster_id, release.cluster_name)] for release in releases]
         self._feeds[key], self._parts[key] = feeds, parts
-        return _combine(feeds, [parts[(release.cluster_id, release.cluster_name)] for release in releases])
+        self._tallies[key] = tally = _Tally.of(len(feeds), parts.values())
+        return _combine(feeds, ordered, tally)
 
     def refresh(self, key: str, changed: Sequence[Release]) -> SubscriptionStatus | None:
         """The status once only the `changed` clusters' statuses changed, the feeds and the bound
@@ -196,7 +234,7 @@ class Aggregator:
         not bound then is left out."""
         if not self.absorb(key, changed):
             return None
-        return _combine(self._feeds[key], list(self._parts[key].values()))
+        return _combine(self._feeds[key], list(self._parts[key].values()), self._tallies[key])
 
     def absorb(self, key: str, changed: Sequence[Release]) -> bool:
         """`refresh` without building the status (while a converge writes, nothing is written):
@@ -204,15 +242,18 @@ class Aggregator:
         parts = self._parts.get(key)
         if parts is None:
             return False
-        feeds = self._feeds[key]
+        feeds, tally = self._feeds[key], self._tallies[key]
         for release in changed:
             cluster = (release.cluster_id, release.cluster_name)
             part = parts.get(cluster)
             if part is not None and not _same(part.statuses, release.statuses):
-                parts[cluster] = _part(feeds, release)
+                tally.count(part, -1)
+                parts[cluster] = new = _part(feeds, release)
+                tally.count(new, 1)
         return True
 
     def forget(self, key: str) -> None:
         """Drops what is remembered of a Subscription that is gone."""
         self._feeds.pop(key, None)
         self._parts.pop(key, None)
+        self._tallies.pop(key, None)
