@@ -56,7 +56,6 @@ WORKLOAD_COUNTERS: dict[tuple[str, str], tuple[str, ...]] = {
     ("batch/v1", "Job"): ("active", "succeeded", "failed"),
 }
 _MAXED = frozenset({"observedGeneration"})
-_COUNTERS = tuple(dict.fromkeys(name for names in WORKLOAD_COUNTERS.values() for name in names))
 
 
 @dataclass(frozen=True)
