@@ -168,7 +168,7 @@ class _Tally:
                     self.sums[index][name] += sign * value
 
     def summary(self, index: int) -> FeedStatus:
-        totals = {name: value for name, value in self.sums[index].items() if value}
+        totals = dict(self.sums[index])  # zeros are left out by _replica_status
         for name, seen in self.maxed[index].items():
             highest = max(seen, default=0)
             if highest > 0:
