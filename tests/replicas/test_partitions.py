@@ -169,11 +169,7 @@ async def test_replicas_share_take_over_and_never_overlap(group: Group) -> None:
             what="work running in all three replicas before the cut",
         )
         await victim.link.cut()
-        await eventually(
-            lambda: sum(len(r.owned) for r in survivors) == PARTITIONS,
-            timeout=30,
-            what="the survivors hold every partition",
-        )
+        await eventually(lambda: held_once(survivors), timeout=30, what="the survivors hold every partition once")
         taken_at = time.monotonic()
         await eventually(
             lambda: all(
@@ -188,6 +184,12 @@ async def test_replicas_share_take_over_and_never_overlap(group: Group) -> None:
         churn.cancel()
     assert victim.owned == frozenset(), "the cut replica still believes it holds partitions"
     assert record.overlaps() == [], "a key was reconciled by two replicas at once"
+
+
+def held_once(replicas: list[Replica]) -> bool:
+    """Every partition held, and by one replica only (a count alone hides one held twice)."""
+    owned = [r.owned for r in replicas]
+    return sum(len(o) for o in owned) == PARTITIONS and frozenset().union(*owned) == frozenset(range(PARTITIONS))
 
 
 def survivors_handled(record: Record, since: float, key: str, survivors: set[str]) -> bool:
@@ -305,3 +307,50 @@ async def test_keys_that_arrive_past_the_renew_deadline_are_worked_on_once_renew
     assert not alone.owned
     alone.queue.add("late.key")  # arrives while this replica may not work on anything
     await eventually(lambda: "late.key" in {h.key for h in group.record.handled}, 10, what="the late key reconciled")
+
+
+async def test_a_claim_fails_when_a_rival_took_the_partition_after_its_holder_was_judged(
+    group: Group, js: JetStreamContext, unique_ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A partition of a dead holder is judged free, then a rival's claim of it lands (and is seen)
+    before ours is written: ours must be conditioned on the revision that was judged, and fail,
+    not overwrite the rival's fresh claim (seen in CI as two replicas holding one partition)."""
+    contested = 5
+    key = f"{unique_ns}.partitions.{contested}"
+    bucket = JsonBucket(js, LEASES_BUCKET)
+    await bucket.create(key, b"gone/0")  # a holder with no member key: dead
+    rival_revision = 0
+    claim = Partitions._claim
+
+    async def rival_first(self: Partitions, p: int, *args: object) -> bool:
+        nonlocal rival_revision
+        if p == contested and not rival_revision:
+            rival_revision = await bucket.write(key, b"rival/1", self.leases.revision(key))
+            await eventually(lambda: self.leases.revision(key) == rival_revision, what="the rival's claim seen")
+        return await claim(self, p, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Partitions, "_claim", rival_first)
+    [taker] = await group.add("taker")
+    assert taker.partitions is not None
+    # Read at once, before its next balance: the rival's claim stands and the taker did not take it.
+    assert (contested in taker.owned, taker.partitions.leases.get(key)) == (False, "rival/1")
+    assert rival_revision and taker.owned == frozenset(range(PARTITIONS)) - {contested}
+
+
+async def test_a_replica_whose_partition_key_was_overwritten_lets_that_partition_go(
+    group: Group, js: JetStreamContext, unique_ns: str
+) -> None:
+    x, y = await group.add("x", "y")
+    await eventually(lambda: held_once([x, y]) and len(x.owned) == PARTITIONS // 2, timeout=20, what="shared")
+    assert x.partitions is not None and y.partitions is not None
+    lost = min(x.owned)
+    key = f"{unique_ns}.partitions.{lost}"
+    bucket = JsonBucket(js, LEASES_BUCKET)
+    current = await bucket.get(key)
+    assert current is not None and current[0] == x.partitions.me.encode()
+    await bucket.write(key, y.partitions.me.encode(), current[1])  # as a claim over x's would
+    await eventually(lambda: lost not in x.owned, timeout=10, what="x let go of the overwritten partition")
+    await eventually(lambda: held_once([x, y]), timeout=20, what="every partition held once again")
+    entries = await bucket.entries(f"{unique_ns}.partitions.>")
+    named = {int(k.rsplit(".", 1)[1]): v.decode() for k, v, _ in entries}
+    assert named == {p: r.partitions.me for r in (x, y) if r.partitions for p in r.owned}

@@ -10,8 +10,10 @@ who reconciles key K, exclusively, and a partition taken over must be re-read fr
   (`<replica id>/<nonce>`), renewed every lease/5 seconds by compare-and-set on its own last
   revision. That is its lease.
 * A partition key `<service>.partitions.<n>` names its holder's incarnation; it is taken by
-  compare-and-set (create, or update of the revision seen) and released by a compare-and-set
-  delete, so one write wins when two replicas reach for the same partition.
+  compare-and-set (create, or update of the revision at which its holder was judged dead, read
+  in the same step as the holder) and released by a compare-and-set delete, so one write wins
+  when two replicas reach for the same partition. A replica that sees its partition key
+  overwritten all the same lets go of that partition at its next balance.
 * A replica counts another as dead when that one's member key has not changed for a whole
   `lease_duration` by its own clock (as Kubernetes' leader election measures: clocks need not
   agree). Before taking a dead replica's partitions it deletes that member key by compare-and-set
@@ -134,6 +136,9 @@ class Partitions:
         """Partitions held, with the revision of our write of their key."""
         self._releasing: dict[int, int] = {}
         """Partitions let go of whose keys are not deleted yet (a stop deletes them too)."""
+        self._given_up: dict[int, int] = {}
+        """The revision of our last write of each partition we released or lost: a key still
+        naming us at that revision is not ours to take back (see `_match_keys`)."""
         self._stopping = False
         self._queues: list[WorkQueue] = []
         self._loops: list[asyncio.Task[None]] = []
@@ -245,6 +250,7 @@ class Partitions:
                 self._member_rev = current[1]
                 return
             self._log.warning("partitions.declared_dead", held=len(self._owned))
+            self._given_up.update(self._owned)  # the others take these over by compare-and-set
             self._owned.clear()
             self._member_rev, self._renewed_at = 0, None
             await self._let_go(0)
@@ -284,6 +290,7 @@ class Partitions:
     async def _balance(self) -> None:
         if not self._fresh():
             return
+        await self._match_keys()
         now = time.monotonic()
         members = {k: v for k, v in self.leases.items() if k.startswith(self._members)}
         lease = self.options.lease_duration
@@ -292,13 +299,16 @@ class Partitions:
         if len(self._owned) > target:
             await self._release(sorted(self._owned)[target:])
         elif len(self._owned) < target:
-            buried = {k for k in members.keys() - live if await self._bury(k)}
+            # Each delete is conditioned on the revision its liveness was judged by, read now: a
+            # renewal the informer applies while an earlier delete is awaited must make it fail.
+            stale = {k: self.leases.revision(k) for k in members.keys() - live}
+            buried = {k for k, revision in stale.items() if await self._bury(k, revision)}
             await self._take(target - len(self._owned), buried)
 
-    async def _bury(self, member_key: str) -> bool:
+    async def _bury(self, member_key: str, revision: int) -> bool:
         """Deletes a member key unchanged for a lease, iff still at the revision seen."""
         try:
-            await self._bucket.delete(member_key, self.leases.revision(member_key))
+            await self._bucket.delete(member_key, revision)
         except ConflictError:
             return False
         self._log.info("partitions.member_dead", member=member_key[len(self._members) :])
@@ -319,27 +329,58 @@ class Partitions:
             if len(gained) >= wanted:
                 break
             key = self._partition_prefix + str(p)
-            holder = self.leases.get(key)
+            # The holder and the revision the claim is conditioned on are read together: a rival's
+            # claim applied in between must make ours fail, not be overwritten unjudged.
+            holder, seen = self.leases.get(key), self.leases.revision(key)
             if p in self._owned or (holder is not None and holder != self.me and self._holds(holder, buried)):
                 continue
-            if await self._landed(self._claim(p, holder)):
+            if await self._landed(self._claim(p, holder, seen)):
                 gained.append(p)
         if gained:
             self._log.info("partitions.taken", partitions=gained, held=len(self._owned))
             self._take_owned()
 
-    async def _claim(self, p: int, holder: str | None) -> bool:
-        """Writes partition `p`'s key naming this replica, by compare-and-set; records it if won."""
+    async def _claim(self, p: int, holder: str | None, seen: int) -> bool:
+        """Writes partition `p`'s key naming this replica iff it is still at revision `seen`
+        (created, when no holder was seen); records it if won."""
         key = self._partition_prefix + str(p)
         try:
             if holder is None:
                 revision = await self._bucket.create(key, self.me.encode())
             else:
-                revision = await self._bucket.write(key, self.me.encode(), self.leases.revision(key))
+                revision = await self._bucket.write(key, self.me.encode(), seen)
         except (ConflictError, AlreadyExistsError):
             return False
         self._owned[p] = revision
         return True
+
+    async def _match_keys(self) -> None:
+        """Makes what this replica holds agree with the partition keys it sees.
+
+        * A key overwritten (a later revision than our write, naming another incarnation) was
+          claimed over ours: working on its keys would work on them twice, so we let go at once.
+        * A key naming this incarnation that we do not hold, at a revision later than any we gave
+          up, is a claim of ours that landed but whose answer was lost (a timeout): we hold it, or
+          it would stay named after a live replica and nobody would work on it.
+        """
+        lost, found = [], {}
+        for p in range(self.options.partitions):
+            key = self._partition_prefix + str(p)
+            holder, revision = self.leases.get(key), self.leases.revision(key)
+            if p in self._owned:
+                if revision > self._owned[p] and holder != self.me:
+                    lost.append(p)
+            elif holder == self.me and p not in self._releasing and revision > self._given_up.get(p, 0):
+                found[p] = revision
+        for p in lost:
+            self._given_up[p] = self._owned.pop(p)
+        self._owned.update(found)
+        if lost:
+            self._log.warning("partitions.overwritten", partitions=lost, held=len(self._owned))
+            await self._let_go(0)
+        if found:
+            self._log.info("partitions.found_ours", partitions=sorted(found), held=len(self._owned))
+            self._take_owned()
 
     async def _release(self, partitions: list[int]) -> None:
         held = {p: self._owned.pop(p) for p in partitions}
@@ -349,6 +390,7 @@ class Partitions:
         self._log.info("partitions.released", partitions=partitions, held=len(self._owned))
 
     async def _release_keys(self, held: dict[int, int]) -> None:
+        self._given_up.update(held)
         for p, revision in held.items():
             with contextlib.suppress(ConflictError):
                 await self._bucket.delete(self._partition_prefix + str(p), revision)
