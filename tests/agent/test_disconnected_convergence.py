@@ -150,6 +150,8 @@ async def test_a_cut_off_child_converges_and_prunes_nothing_by_mistake(
         await link.cut()  # the child's only link to the hub is gone
         if restarted_while_cut:
             await child.aclose()  # the agent stops, keeping the child's objects in its state file
+            stopped = agent.clusters[0].ctx
+            assert stopped is not None and stopped.nc.is_closed, "the stopped agent left its connection dialling"
         await change_while_cut(hub, cluster, agent.clusters[0].identity.namespace)
         if restarted_while_cut:
             agent = Agent(options)  # comes back while still cut off: it must not prune on what it cannot see

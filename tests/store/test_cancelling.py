@@ -4,7 +4,7 @@ awaited reply lands in the same turn, is still stopped."""
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from clusternet_nats.store.cancelling import cancel_and_wait
+from clusternet_nats.store.cancelling import RESEND, cancel_and_wait, uncancelled
 
 
 async def started(body: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
@@ -57,3 +57,23 @@ async def test_what_a_task_raised_is_returned_and_finished_tasks_are_left_as_the
     raised = await cancel_and_wait([failed, done, stopping, waiting])
     assert [type(error) for error in raised] == [ValueError, RuntimeError]
     assert done.result() == 7 and waiting.cancelled()
+
+
+async def test_a_cleanup_awaited_uncancelled_runs_to_its_end_through_resent_cancellations() -> None:
+    """A `finally` that takes longer than one resend still finishes; the task ends cancelled."""
+    cleaned = asyncio.Event()
+
+    async def cleanup() -> None:
+        await asyncio.sleep(RESEND * 3)  # three resends arrive meanwhile
+        cleaned.set()
+
+    async def works_then_cleans_up() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await uncancelled(cleanup())
+
+    task = await started(works_then_cleans_up)
+    async with asyncio.timeout(10):
+        await cancel_and_wait([task])
+    assert cleaned.is_set() and task.cancelled()

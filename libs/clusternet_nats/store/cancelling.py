@@ -7,13 +7,20 @@ consumer again as its owner stops) carried on with its next step, and `await tas
 `cancel()` never returned: a stress script stopping an informer while it followed a stream made
 again hung within 30 stops. Our own code waits with `asyncio.timeout`, which keeps the
 cancellation; this is for the awaits inside libraries.
+
+The other side of it: a task's own cleanup (a `finally` that stops what it started) is cut
+short by the cancellation sent again, unless it is awaited through `uncancelled`. An agent
+stopped while cut off from NATS spent longer than one resend closing its clusters, and left a
+cluster's connection dialling for good.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Awaitable, Iterable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 RESEND = 0.5
 """Seconds between two cancellations of a task that has not ended."""
@@ -31,3 +38,18 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Future[Any]]) -> list[BaseExce
         _, pending = await asyncio.wait(pending, timeout=RESEND)
     raised = (None if task.cancelled() else task.exception() for task in tasks)
     return [error for error in raised if error is not None]
+
+
+async def uncancelled(cleanup: Awaitable[T]) -> T:
+    """Awaits a cleanup to its end though the awaiting task is cancelled (again) meanwhile, then
+    raises that cancellation. The cleanup must bound its own time (`runtime.service.bounded`)."""
+    task = asyncio.ensure_future(cleanup)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    return task.result()

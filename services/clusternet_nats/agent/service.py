@@ -25,6 +25,7 @@ from clusternet_nats.api.clusters import ClusterSyncMode
 from clusternet_nats.helm.render import Renderer, find_helm
 from clusternet_nats.runtime import heap
 from clusternet_nats.runtime.service import CommonOptions, ServiceContext
+from clusternet_nats.store.cancelling import uncancelled
 
 if TYPE_CHECKING:
     from clusternet_nats.agent.backends.kube import KubeCluster
@@ -128,10 +129,15 @@ class Agent:
             log.error("agent.start_failed", error=repr(err))
             raise
         finally:
-            results = await asyncio.gather(*(c.stop() for c in self.clusters), return_exceptions=True)
-            for cluster, result in zip(self.clusters, results, strict=True):
-                if isinstance(result, BaseException):
-                    log.warning("agent.stop_failed", cluster=cluster.identity.name, error=repr(result), exc_info=result)
+            await uncancelled(self._stop_clusters())
+
+    async def _stop_clusters(self) -> None:
+        """Each cluster's stop is bounded step by step. Cut short by the cancellation the
+        service's stop sends again, it would leave its connection and its leaf node running."""
+        results = await asyncio.gather(*(c.stop() for c in self.clusters), return_exceptions=True)
+        for cluster, result in zip(self.clusters, results, strict=True):
+            if isinstance(result, BaseException):
+                log.warning("agent.stop_failed", cluster=cluster.identity.name, error=repr(result), exc_info=result)
 
     async def _kube_cluster(self) -> ClusterAgent:
         """A real cluster's id is the cluster's own (as Clusternet's), so its agent is built once it answers."""

@@ -32,6 +32,7 @@ from clusternet_nats.kube.reflector import Reflector
 from clusternet_nats.kube.rest import KubeApi, connect
 from clusternet_nats.runtime.service import Builder, ServiceContext
 from clusternet_nats.store import BINDINGS_BUCKET, ObjectStore, WorkQueue
+from clusternet_nats.store.cancelling import uncancelled
 from clusternet_nats.store.views import ObjectViews
 
 PUBLISHED: tuple[type[KubeObject], ...] = (Subscription, Manifest, HelmChart, Localization, Globalization)
@@ -120,6 +121,9 @@ class Bridge:
         try:
             await asyncio.Event().wait()
         finally:
-            for close in self.closers:
-                await close()
-            await self.api.close()
+            await uncancelled(self._close())
+
+    async def _close(self) -> None:
+        for close in self.closers:
+            await close()
+        await self.api.close()
