@@ -8,7 +8,8 @@ token. Two phases:
 
 1. Registration: from the agents' start until every cluster is Ready (bootstrap token ->
    ClusterRegistrationRequest -> approved ManagedCluster -> its own credentials -> a heartbeat
-   reporting Ready), seen on the cluster-status bucket's subjects. CPU seconds each process spent.
+   reporting Ready), seen on the cluster-status bucket's subjects; beside it, when every cluster
+   was approved (its first status, filed with its ManagedCluster). CPU seconds each process spent.
 2. Heartbeats: for `--window` seconds (default: one `--report-frequency`, the shortest window in
    which every cluster reports once), the CPU of nats-server and of each hub-side service, and the
    heartbeats the agents sent (their status reports to the intake, counted on the wire). Clusternet's
@@ -107,6 +108,9 @@ class Watch:
     status write through the intake when the status changed, else a heartbeat on core NATS."""
 
     def __init__(self) -> None:
+        self.filed: set[str] = set()
+        """Clusters whose first status the registrar filed with their ManagedCluster: registered."""
+        self.all_filed_at: float | None = None
         self.ready: set[str] = set()
         self.heartbeats = 0
         self.status_writes = 0
@@ -115,6 +119,10 @@ class Watch:
 
     async def status_written(self, msg: Msg) -> None:
         key = msg.subject.split(".", 2)[2]
+        if key not in self.filed and msg.data:
+            self.filed.add(key)
+            if len(self.filed) >= self.expected and self.all_filed_at is None:
+                self.all_filed_at = time.monotonic()
         if key not in self.ready and msg.data and is_ready(ManagedClusterStatus.model_validate_json(msg.data)):
             self.ready.add(key)
             if len(self.ready) >= self.expected:
@@ -215,6 +223,8 @@ async def main(args: argparse.Namespace) -> int:
             each_agent = [round(c, 1) for c in cpu_seconds({str(p.pid): p for p in agent_procs}).values()]
             agent_cpu = round(sum(each_agent), 1)
             print(f"{clusters} clusters in {agents} agent processes: all Ready {registration:.1f} s after start")
+            if watch.all_filed_at is not None:  # approved: ManagedCluster and first status filed
+                print(f"  all registered (approved) {watch.all_filed_at - started:.1f} s after start")
             print(f"  {clusters / registration:.0f} clusters/s (load average {load_average()})", flush=True)
             print(f"  CPU seconds: {spent} agents {agent_cpu} ({each_agent}; from their start, imports included)")
             per_thousand = {n: round(c * 1000 / clusters, 2) for n, c in {**spent, "agents": agent_cpu}.items()}
