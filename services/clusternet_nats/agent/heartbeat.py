@@ -145,6 +145,10 @@ class Heartbeat:
         ident = self.identity
         current, self._created = self._created, None
         current = current or await self.clusters.get(ident.namespace, ident.name)
+        if current is not None and _says(current, ident):
+            # What the registrar created, in a storm of thousands: no deep copy to compare.
+            self._registered_as = current
+            return
         spec = ManagedClusterSpec(cluster_id=ident.cluster_id, sync_mode=ident.sync_mode)
         desired = (
             current.model_copy(deep=True) if current else ManagedCluster.new(ident.name, ident.namespace, spec=spec)
@@ -229,6 +233,16 @@ class Heartbeat:
         else:
             await self.inventories.put_if_changed(self.key, inventory)
         self._inventory = inventory
+
+
+def _says(cluster: ManagedCluster, ident: ClusterIdentity) -> bool:
+    """Whether the stored ManagedCluster already holds what `register` would write."""
+    spec, labels = cluster.spec, cluster.metadata.labels or {}
+    return (spec.cluster_id, spec.sync_mode, spec.cluster_type) == (
+        ident.cluster_id,
+        ident.sync_mode,
+        ident.cluster_type,
+    ) and all(labels.get(key) == value for key, value in ident.labels.items())
 
 
 def _same_report(wanted: ManagedClusterStatus, stored: ManagedClusterStatus) -> bool:

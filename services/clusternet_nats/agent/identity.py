@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from clusternet_nats.api import labels as known
 from clusternet_nats.api.clusters import ClusterSyncMode
@@ -30,9 +31,10 @@ class ClusterIdentity:
     configured_labels: dict[str, str] = field(default_factory=dict)
     cluster_type: str = STANDARD_CLUSTER
 
-    @property
+    @cached_property
     def namespace(self) -> str:
-        """The dedicated namespace on the hub holding this cluster's ManagedCluster and Descriptions."""
+        """The dedicated namespace on the hub holding this cluster's ManagedCluster and Descriptions
+        (a hash, asked for on every write: kept once computed)."""
         return dedicated_namespace(self.cluster_id)
 
     @property
