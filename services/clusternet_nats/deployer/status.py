@@ -204,17 +204,25 @@ def _same(known: Sequence[DescriptionStatus | None], now: Sequence[DescriptionSt
 
 
 @dataclass
+class _Known:
+    """What an Aggregator remembers of one Subscription since its last `aggregate`."""
+
+    feeds: tuple[Feed, ...]
+    parts: dict[tuple[str, str], _Part]
+    tally: _Tally
+
+
+@dataclass
 class Aggregator:
     """`aggregate`, per Subscription, recomputing only the clusters whose statuses changed."""
 
-    _feeds: dict[str, tuple[Feed, ...]] = field(default_factory=dict)
-    _parts: dict[str, dict[tuple[str, str], _Part]] = field(default_factory=dict)
-    _tallies: dict[str, _Tally] = field(default_factory=dict)
+    _known: dict[str, _Known] = field(default_factory=dict)
 
     def aggregate(self, key: str, feeds: Sequence[Feed], releases: Sequence[Release]) -> SubscriptionStatus:
         """What `aggregate(feeds, releases)` returns; clusters not released any more are forgotten."""
         feeds = tuple(feeds)
-        known = self._parts.get(key, {}) if self._feeds.get(key) == feeds else {}
+        previous = self._known.get(key)
+        known = previous.parts if previous is not None and previous.feeds == feeds else {}
         parts: dict[tuple[str, str], _Part] = {}
         for release in releases:
             cluster = (release.cluster_id, release.cluster_name)
@@ -223,8 +231,8 @@ class Aggregator:
                 part = _part(feeds, release)
             parts[cluster] = part
         ordered = [parts[(release.cluster_id, release.cluster_name)] for release in releases]
-        self._feeds[key], self._parts[key] = feeds, parts
-        self._tallies[key] = tally = _Tally.of(len(feeds), parts.values())
+        tally = _Tally.of(len(feeds), parts.values())
+        self._known[key] = _Known(feeds, parts, tally)
         return _combine(feeds, ordered, tally)
 
     def refresh(self, key: str, changed: Sequence[Release]) -> SubscriptionStatus | None:
@@ -233,26 +241,25 @@ class Aggregator:
         not bound then is left out."""
         if not self.absorb(key, changed):
             return None
-        return _combine(self._feeds[key], list(self._parts[key].values()), self._tallies[key])
+        known = self._known[key]
+        return _combine(known.feeds, list(known.parts.values()), known.tally)
 
     def absorb(self, key: str, changed: Sequence[Release]) -> bool:
         """`refresh` without building the status (while a converge writes, nothing is written):
         the `changed` clusters' parts are recomputed; False before any `aggregate`."""
-        parts = self._parts.get(key)
-        if parts is None:
+        known = self._known.get(key)
+        if known is None:
             return False
-        feeds, tally = self._feeds[key], self._tallies[key]
+        parts, tally = known.parts, known.tally
         for release in changed:
             cluster = (release.cluster_id, release.cluster_name)
             part = parts.get(cluster)
             if part is not None and not _same(part.statuses, release.statuses):
                 tally.count(part, -1)
-                parts[cluster] = new = _part(feeds, release)
+                parts[cluster] = new = _part(known.feeds, release)
                 tally.count(new, 1)
         return True
 
     def forget(self, key: str) -> None:
         """Drops what is remembered of a Subscription that is gone."""
-        self._feeds.pop(key, None)
-        self._parts.pop(key, None)
-        self._tallies.pop(key, None)
+        self._known.pop(key, None)
