@@ -370,7 +370,7 @@ class Partitions:
             if p in self._owned:
                 if revision > self._owned[p] and holder != self.me:
                     lost.append(p)
-            elif holder == self.me and p not in self._releasing and revision > self._given_up.get(p, 0):
+            elif holder == self.me and revision > self._given_up.get(p, 0):
                 found[p] = revision
         for p in lost:
             self._given_up[p] = self._owned.pop(p)
@@ -385,12 +385,12 @@ class Partitions:
     async def _release(self, partitions: list[int]) -> None:
         held = {p: self._owned.pop(p) for p in partitions}
         self._releasing.update(held)
+        self._given_up.update(held)
         await self._let_go(self.options.renew_deadline)
         await self._release_keys(held)
         self._log.info("partitions.released", partitions=partitions, held=len(self._owned))
 
     async def _release_keys(self, held: dict[int, int]) -> None:
-        self._given_up.update(held)
         for p, revision in held.items():
             with contextlib.suppress(ConflictError):
                 await self._bucket.delete(self._partition_prefix + str(p), revision)
