@@ -12,8 +12,9 @@ who reconciles key K, exclusively, and a partition taken over must be re-read fr
 * A partition key `<service>.partitions.<n>` names its holder's incarnation; it is taken by
   compare-and-set (create, or update of the revision at which its holder was judged dead, read
   in the same step as the holder) and released by a compare-and-set delete, so one write wins
-  when two replicas reach for the same partition. A replica that sees its partition key
-  overwritten all the same lets go of that partition at its next balance.
+  when two replicas reach for the same partition. At each balance a replica matches what it
+  holds with the keys it sees (`_match_keys`): an overwritten key's partition is let go, and a
+  key naming it whose claim's answer was lost is taken up.
 * A replica counts another as dead when that one's member key has not changed for a whole
   `lease_duration` by its own clock (as Kubernetes' leader election measures: clocks need not
   agree). Before taking a dead replica's partitions it deletes that member key by compare-and-set
