@@ -21,11 +21,9 @@ from dataclasses import dataclass
 
 import structlog
 from clusternet_nats.api import Feed, KubeObject, ObjectError, Subscription, parse_object
-from clusternet_nats.api.apps import Manifest
 from clusternet_nats.bridge.objects import BRIDGED, FEED_METADATA, key_of, to_model
-from clusternet_nats.bridge.specs import remove_feed
+from clusternet_nats.bridge.specs import delete_on_nats
 from clusternet_nats.domain.feeds import object_namespace
-from clusternet_nats.domain.finalizers import FEED_PROTECTION_FINALIZER
 from clusternet_nats.kube.discovery import Discovery, Resource
 from clusternet_nats.kube.reflector import Reflector
 from clusternet_nats.kube.rest import KubeApi
@@ -120,11 +118,8 @@ class FeedPublisher:
     async def _delete_bridged(self, namespace: str, name: str) -> None:
         current = await self.store.get(namespace, name)
         if current is not None and (current.metadata.annotations or {}).get(BRIDGED) == "true":
-            held = await self.store.delete_object(namespace, name)
+            await delete_on_nats(self.api, self.subscriptions, self.store, current)
             log.info("bridge.feed_manifest_deleted", namespace=namespace, name=name)
-            finalizers = held.metadata.finalizers or [] if held is not None else []
-            if isinstance(held, Manifest) and finalizers and FEED_PROTECTION_FINALIZER not in finalizers:
-                await remove_feed(self.api, self.subscriptions, held)
 
     def _reflector(self, resource: Resource) -> Reflector:
         reflector = self.reflectors.get(resource)

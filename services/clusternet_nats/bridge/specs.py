@@ -10,6 +10,8 @@ resourceVersion on the parent) publishes nothing.
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 import structlog
 from clusternet_nats.api import HelmChart, KindInfo, KubeObject, Manifest, ObjectError, Subscription, by_kind
 from clusternet_nats.api.events import Event, EventType, ObjectReference
@@ -22,36 +24,88 @@ from clusternet_nats.domain.finalizers import (
     without_feed,
 )
 from clusternet_nats.kube.reflector import Reflector
-from clusternet_nats.kube.rest import Json, KubeApi
+from clusternet_nats.kube.rest import Json, KubeApi, KubeError
 from clusternet_nats.store import ObjectStore
 from clusternet_nats.store.keys import split_key
 
 MERGE_PATCH = "application/merge-patch+json"
+CONFLICT, NOT_FOUND = 409, 404
+CONFLICT_TRIES = 5
+"""Reads and patches of one Subscription before a conflict is left to the work queue."""
 
 log = structlog.get_logger(__name__)
+
+
+def leaves_subscriptions(feed: KubeObject | None) -> TypeGuard[Manifest | HelmChart]:
+    """Whether deleting `feed` takes it out of the Subscriptions naming it: it is in use (the
+    deployer's finalizer holds it) and not protected by FeedInUseProtection."""
+    held = feed.metadata.finalizers or [] if isinstance(feed, Manifest | HelmChart) else []
+    return bool(held) and FEED_PROTECTION_FINALIZER not in held
+
+
+async def delete_on_nats(
+    api: KubeApi, subscriptions: Reflector | None, store: ObjectStore[KubeObject], current: KubeObject
+) -> KubeObject | None:
+    """Deletes `current` on NATS; returns it as NATS holds it, or None once gone. A feed that
+    leaves the parent's Subscriptions leaves them first: once it is deleted on NATS, the deployer
+    takes it out of the Subscriptions there and drops its hold, after which nothing would say,
+    to a retry or a restarted bridge, that the parent's Subscriptions still had to change."""
+    removed = leaves_subscriptions(current)
+    if leaves_subscriptions(current):
+        await remove_feed(api, subscriptions, current)
+    held = await store.delete_object(current.namespace or None, current.name)
+    if not removed and leaves_subscriptions(held):  # the deployer's hold came between the read and the delete
+        await remove_feed(api, subscriptions, held)
+    return held
 
 
 async def remove_feed(api: KubeApi, subscriptions: Reflector | None, feed: Manifest | HelmChart) -> None:
     """Takes `feed` out of every parent Subscription naming it, as the deployer does on NATS
     (Clusternet's RemoveFeedFromSubscription): the parent is where the bridge publishes
-    Subscriptions from, so the change must be made there to last. A merge patch carrying the
-    resourceVersion read: a conflict is retried by the queue on fresh data."""
+    Subscriptions from, so the change must be made there to last."""
     for key in subscriptions.keys() if subscriptions is not None else []:
         obj = subscriptions.get(key) if subscriptions is not None else None
-        if obj is None or is_deleting(obj):
-            continue
+        if obj is not None:
+            await _take_out(api, obj, feed, key)
+
+
+async def _take_out(api: KubeApi, obj: Json, feed: Manifest | HelmChart, key: str) -> None:
+    """A merge patch carrying the resourceVersion read, so a user's edit made meanwhile is not
+    overwritten; on a conflict (often only a status written since), read afresh and try again."""
+    for tries in range(1, CONFLICT_TRIES + 1):
+        if is_deleting(obj):
+            return
         try:
             sub = to_model(obj)
         except ObjectError:
-            continue
+            return
         if not isinstance(sub, Subscription) or not subscriptions_using(feed, [sub]):
-            continue
+            return
         feeds = [f.model_dump(by_alias=True, exclude_none=True) for f in without_feed(sub, feed).spec.feeds]
         meta = metadata(obj)
         path = object_path(by_kind(Subscription.KIND), meta.get("namespace"), str(meta["name"]))
         patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "spec": {"feeds": feeds}}
-        await api.request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+        try:
+            await api.request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+        except KubeError as err:
+            if err.status != CONFLICT or tries == CONFLICT_TRIES:
+                raise
+            fresh = await _fresh(api, path)
+            if fresh is None:
+                return
+            obj = fresh
+            continue
         log.info("bridge.feed_removed", subscription=key, feed=feed.namespaced_name())
+        return
+
+
+async def _fresh(api: KubeApi, path: str) -> Json | None:
+    try:
+        return await api.request("GET", path)
+    except KubeError as err:
+        if err.status == NOT_FOUND:
+            return None
+        raise
 
 
 class SpecPublisher:
@@ -70,7 +124,8 @@ class SpecPublisher:
         namespace, name = split_key(key, self.info.namespaced)
         if is_deleting(obj):
             if FINALIZER in finalizers(obj):
-                held = await self.store.delete_object(namespace or None, name)
+                current = await self.store.get(namespace or None, name)  # None: gone from NATS already
+                held = current and await delete_on_nats(self.api, self.subscriptions, self.store, current)
                 if held is not None and held.metadata.finalizers:
                     await self._held(obj, held)
                     return  # NATS's deletion comes back as a change of this key
@@ -92,10 +147,8 @@ class SpecPublisher:
     async def _held(self, obj: Json, held: KubeObject) -> None:
         """NATS holds the object (its finalizers' owners have work left): the parent keeps it too,
         with the feed-protection annotation copied so `kubectl get -o yaml` says why; a feed
-        that is not protected leaves the parent's Subscriptions (see `remove_feed`)."""
+        that is not protected has left the parent's Subscriptions (see `delete_on_nats`)."""
         self._log.info("bridge.deletion_held", key=key_of(obj), finalizers=held.metadata.finalizers)
-        if isinstance(held, Manifest | HelmChart) and FEED_PROTECTION_FINALIZER not in (held.metadata.finalizers or []):
-            await remove_feed(self.api, self.subscriptions, held)
         message = (held.metadata.annotations or {}).get(FEED_PROTECTION_ANNOTATION)
         if message is not None and (metadata(obj).get("annotations") or {}).get(FEED_PROTECTION_ANNOTATION) != message:
             meta = metadata(obj)
