@@ -14,6 +14,7 @@ from pathlib import Path
 
 import nats
 import pytest
+from clusternet_nats.agent.registration import saved_credentials
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.runtime import natsconf
@@ -77,7 +78,7 @@ async def test_compose_services_run_on_their_own_credentials_and_the_agent_regis
             assert await eventually(registered, timeout=30, what="both clusters registered") == ["sim-1", "sim-2"]
         finally:
             await nc.close()
-        assert sorted(p.parent.name for p in (tmp_path / "state").glob("*/credentials.json")) == ["sim-1", "sim-2"]
+        assert sorted(saved_credentials(tmp_path / "state")) == ["sim-1", "sim-2"]
 
         # The hub's API: HTTPS with the CA it made, and only with the admin token init wrote.
         admin_token = (shipped.out / "hub" / "token-auth.csv").read_text().split(",")[0]

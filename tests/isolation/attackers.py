@@ -26,6 +26,7 @@ from typing import Any
 import nats
 import nats.errors
 from clusternet_nats.agent.backends.sim.persistence import saved_states
+from clusternet_nats.agent.registration import saved_credentials
 from clusternet_nats.api.apps import DeployerType, Description, DescriptionSpec
 from clusternet_nats.api.registration import (
     APPROVED,
@@ -526,7 +527,6 @@ async def victim_agent(
     """B as a REAL agent process in registration mode, connected straight to the hub."""
     state = directory / "victim-state"
     async with running_agent(hub, state, "--nats-url", hub.secure.server.url, "--cluster-name", name, *args):
-        saved = json.loads((state / name / "credentials.json").read_text())
-        yield Victim(
-            hub, name, saved["clusterId"] if "clusterId" in saved else saved["cluster_id"], saved["namespace"], state
-        )
+        saved = saved_credentials(state)[name]
+        assert saved.namespace is not None
+        yield Victim(hub, name, saved.cluster_id, saved.namespace, state)

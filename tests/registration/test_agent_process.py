@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import psutil
+from clusternet_nats.agent.registration import saved_credentials
 from clusternet_nats.api.clusters import ManagedCluster
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.store import ObjectStore
@@ -22,7 +23,7 @@ async def test_agent_process_registers_its_clusters(hub: RegistrationHub, tmp_pa
         pass
     clusters: ObjectStore[ManagedCluster] = ObjectStore(hub.nc.jetstream(), by_kind("ManagedCluster"))
     assert sorted(c.metadata.name or "" for c in await clusters.list()) == ["pool-1", "pool-2"]
-    assert sorted(p.parent.name for p in (tmp_path / "state").glob("*/credentials.json")) == ["pool-1", "pool-2"]
+    assert sorted(saved_credentials(tmp_path / "state")) == ["pool-1", "pool-2"]
 
 
 async def test_agent_process_behind_leaf_nodes(hub: RegistrationHub, tmp_path: Path) -> None:

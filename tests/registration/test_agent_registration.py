@@ -13,7 +13,7 @@ import structlog.testing
 from clusternet_nats.agent.backends.sim import SimCluster, Sizing
 from clusternet_nats.agent.cluster_agent import ClusterAgent
 from clusternet_nats.agent.identity import single_cluster
-from clusternet_nats.agent.registration import CREDENTIALS_FILE, Enrollment, RegistrationSettings
+from clusternet_nats.agent.registration import CREDENTIALS_DATABASE, Enrollment, RegistrationSettings
 from clusternet_nats.api.clusters import ClusterSyncMode, ManagedCluster, ManagedClusterStatus
 from clusternet_nats.api.intake import BUCKET_HEADER, FOLLOW
 from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
@@ -42,7 +42,8 @@ async def test_registers_once_then_reuses_credentials(hub: RegistrationHub, tmp_
     agent = await run_agent(hub, settings)
     namespace = agent.identity.namespace
     await agent.stop()
-    assert (tmp_path / "state" / "edge" / CREDENTIALS_FILE).stat().st_mode & 0o077 == 0
+    kept = sorted((tmp_path / "state").glob(f"{CREDENTIALS_DATABASE}*"))
+    assert kept and all(path.stat().st_mode & 0o077 == 0 for path in kept), kept  # the WAL too: it holds secrets
     clusters: ObjectStore[ManagedCluster] = ObjectStore(hub.nc.jetstream(), by_kind("ManagedCluster"))
     registered = await clusters.get(namespace, "edge")
     assert registered is not None and registered.metadata.labels and registered.metadata.labels["env"] == "test"

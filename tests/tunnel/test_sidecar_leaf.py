@@ -18,7 +18,7 @@ from clusternet_nats.agent.backends.base import ObjectRef
 from clusternet_nats.agent.backends.sim import SimCluster, Sizing
 from clusternet_nats.agent.cluster_agent import ClusterAgent
 from clusternet_nats.agent.identity import single_cluster
-from clusternet_nats.agent.registration import Enrollment, RegistrationSettings, load
+from clusternet_nats.agent.registration import Enrollment, RegistrationSettings, saved_credentials
 from clusternet_nats.api.apps import DeployerType, Description, DescriptionSpec
 from clusternet_nats.api.clusters import ClusterSyncMode
 from clusternet_nats.api.registry import by_kind
@@ -65,7 +65,7 @@ async def test_agent_registers_and_receives_descriptions_through_a_sidecar_leaf(
         await eventually(lambda: agent.ready, 30, what="agent ready through the sidecar")
         assert agent.ctx is not None and agent.ctx.nc.connected_url is not None
         assert agent.ctx.nc.connected_url.port == port
-        saved = load(state / "side")
+        saved = saved_credentials(state).get("side")
         assert saved is not None and saved.secret in remote.read_text(), "the sidecar dials with the cluster's own"
 
         config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "side", "namespace": "default"}}

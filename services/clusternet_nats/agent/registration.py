@@ -1,7 +1,8 @@
 """The agent's side of registration: file a ClusterRegistrationRequest once, then reuse it.
 
 The agent generates its own secret, sends only its hash, and keeps the secret with the cluster
-id and the granted namespace in `--state-dir` (mode 0600), so a restarted agent is the same
+id and the granted namespace in `--state-dir` (a row of `credentials.sqlite3`, owner-only; a
+process of simulated clusters keeps them all there: agent/statedb.py), so a restarted agent is the same
 cluster and connects with its credentials instead of registering again. The link to the hub
 is its own leaf node dialling `--hub-leaf-url` (leaf.py), a sidecar leaf at `--leaf-url` given
 that remote (sidecar.py), or a direct connection to `--nats-url` with the credentials (as pooled
@@ -12,10 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import structlog
@@ -23,6 +24,7 @@ from clusternet_nats.agent.identity import ClusterIdentity
 from clusternet_nats.agent.leaf import LeafNode, LeafRemote
 from clusternet_nats.agent.sidecar import DIRECTORY as SIDECAR_DIRECTORY
 from clusternet_nats.agent.sidecar import SidecarLeaf
+from clusternet_nats.agent.statedb import StateDatabase, closed, opened, saved_rows
 from clusternet_nats.api.clusters import (
     ClusterRegistrationRequest,
     ClusterRegistrationRequestSpec,
@@ -49,7 +51,9 @@ from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
-CREDENTIALS_FILE = "credentials.json"
+CREDENTIALS_DATABASE = "credentials.sqlite3"
+"""In the state directory: a row per cluster, its id, secret and granted namespace (agent/statedb.py;
+owner-only)."""
 _CLAIMED_TIMEOUT = 10.0
 """How long an agent asks with its own secret before it falls back to its token."""
 _TOKEN_TIMEOUT = 60.0
@@ -75,18 +79,10 @@ class SavedCredentials(Model):
     name: str | None = None
 
 
-def load(state_dir: Path) -> SavedCredentials | None:
-    path = state_dir / CREDENTIALS_FILE
-    return SavedCredentials.model_validate_json(path.read_text()) if path.exists() else None
-
-
-def save(state_dir: Path, saved: SavedCredentials) -> None:
-    state_dir.mkdir(parents=True, exist_ok=True)
-    path = state_dir / CREDENTIALS_FILE
-    fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(saved.model_dump_json(by_alias=True, exclude_none=True))
-    path.with_suffix(".tmp").replace(path)
+def saved_credentials(state_dir: Path) -> dict[str, SavedCredentials]:
+    """Every cluster's credentials kept in `state_dir`, by cluster name (for tools and tests)."""
+    rows = saved_rows(state_dir / CREDENTIALS_DATABASE)
+    return {name: SavedCredentials.model_validate(row) for name, row in rows.items()}
 
 
 async def request_registration(
@@ -158,8 +154,18 @@ class Enrollment:
 
     async def connect_url(self, nats_url: str) -> str:
         """Registers if this cluster never did, then returns the URL to connect to as the cluster."""
+        credentials = opened(self.settings.state_dir / CREDENTIALS_DATABASE)
+        try:
+            saved = await self._registered(credentials, nats_url)
+        finally:
+            await closed(credentials)
+        return await self._link(saved.secret, nats_url)
+
+    async def _registered(self, credentials: StateDatabase, nats_url: str) -> SavedCredentials:
+        """The credentials kept, after registering if this cluster never did."""
         ident = self.identity
-        saved = await asyncio.to_thread(load, self.state_dir)
+        row = await credentials.load(ident.name)
+        saved = SavedCredentials.model_validate(row) if row is not None else None
         if saved is None or saved.cluster_id != ident.cluster_id or not saved.namespace:
             # The secret is kept before asking, so an agent restarted while its request is
             # Pending, or before it kept the approval, asks again as the same claimant: with its
@@ -167,7 +173,7 @@ class Enrollment:
             # not know it.
             claimed = saved is not None and saved.cluster_id == ident.cluster_id
             secret = saved.secret if saved is not None and claimed else new_secret()
-            await asyncio.to_thread(save, self.state_dir, SavedCredentials(cluster_id=ident.cluster_id, secret=secret))
+            await credentials.put(ident.name, _row(SavedCredentials(cluster_id=ident.cluster_id, secret=secret)))
             spec = ClusterRegistrationRequestSpec(
                 cluster_id=ident.cluster_id,
                 cluster_name=ident.name,
@@ -187,9 +193,9 @@ class Enrollment:
                 namespace=reply.dedicated_namespace,
                 name=reply.managed_cluster_name,
             )
-            await asyncio.to_thread(save, self.state_dir, saved)
+            await credentials.put(ident.name, _row(saved))
             log.info("registration.approved", cluster_id=ident.cluster_id, namespace=saved.namespace)
-        return await self._link(saved.secret, nats_url)
+        return saved
 
     async def _register(
         self, spec: ClusterRegistrationRequestSpec, secret: str, nats_url: str, attempts: list[tuple[str, float]]
@@ -250,6 +256,10 @@ class Enrollment:
     async def close(self) -> None:
         if self.leaf is not None:
             await self.leaf.stop()
+
+
+def _row(saved: SavedCredentials) -> dict[str, Any]:
+    return saved.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def _with_user(nats_url: str, user: str, password: str) -> str:
