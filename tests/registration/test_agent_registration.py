@@ -13,7 +13,13 @@ import structlog.testing
 from clusternet_nats.agent.backends.sim import SimCluster, Sizing
 from clusternet_nats.agent.cluster_agent import ClusterAgent
 from clusternet_nats.agent.identity import single_cluster
-from clusternet_nats.agent.registration import CREDENTIALS_DATABASE, Enrollment, RegistrationSettings
+from clusternet_nats.agent.registration import (
+    CREDENTIALS_DATABASE,
+    LEGACY_CREDENTIALS_FILE,
+    Enrollment,
+    RegistrationSettings,
+    saved_credentials,
+)
 from clusternet_nats.api.clusters import ClusterSyncMode, ManagedCluster, ManagedClusterStatus
 from clusternet_nats.api.intake import BUCKET_HEADER, FOLLOW
 from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
@@ -147,3 +153,27 @@ async def test_a_cluster_changed_after_its_registration_keeps_the_change_and_get
         assert (cluster.labels["team"], cluster.labels[zone], cluster.labels["env"]) == ("edge-ops", "a", "test")
     finally:
         await agent.stop()
+
+
+async def test_an_agent_upgraded_from_a_credentials_file_is_still_its_cluster(
+    hub: RegistrationHub, tmp_path: Path
+) -> None:
+    """Credentials an earlier agent kept in `<state-dir>/<cluster>/credentials.json` are read once
+    and copied into the database: the hub refuses a second claim on a registered id, so an
+    upgraded agent that did not find them would be locked out of its own cluster."""
+    token = await hub.token()
+    settings = RegistrationSettings(token, tmp_path / "state")
+    agent = await run_agent(hub, settings)
+    namespace = agent.identity.namespace
+    await agent.stop()
+    kept = saved_credentials(tmp_path / "state")["edge"]
+    for path in (tmp_path / "state").glob(f"{CREDENTIALS_DATABASE}*"):
+        path.unlink()
+    (tmp_path / "state" / "edge").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "state" / "edge" / LEGACY_CREDENTIALS_FILE).write_text(kept.model_dump_json(by_alias=True))
+
+    await token_store(hub.nc.jetstream()).delete(token.split(".")[0])  # only the kept secret can connect
+    agent = await run_agent(hub, settings)
+    assert agent.identity.namespace == namespace
+    await agent.stop()
+    assert saved_credentials(tmp_path / "state")["edge"] == kept

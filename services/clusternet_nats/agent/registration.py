@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,7 @@ from nats.errors import TimeoutError as NatsTimeoutError
 CREDENTIALS_DATABASE = "credentials.sqlite3"
 """In the state directory: a row per cluster, its id, secret and granted namespace (agent/statedb.py;
 owner-only)."""
+LEGACY_CREDENTIALS_FILE = "credentials.json"
 _CLAIMED_TIMEOUT = 10.0
 """How long an agent asks with its own secret before it falls back to its token."""
 _TOKEN_TIMEOUT = 60.0
@@ -165,6 +167,8 @@ class Enrollment:
         """The credentials kept, after registering if this cluster never did."""
         ident = self.identity
         row = await credentials.load(ident.name)
+        if row is None and (row := await asyncio.to_thread(_kept_before, self.state_dir)) is not None:
+            await credentials.put(ident.name, row)
         saved = SavedCredentials.model_validate(row) if row is not None else None
         if saved is None or saved.cluster_id != ident.cluster_id or not saved.namespace:
             # The secret is kept before asking, so an agent restarted while its request is
@@ -256,6 +260,17 @@ class Enrollment:
     async def close(self) -> None:
         if self.leaf is not None:
             await self.leaf.stop()
+
+
+def _kept_before(cluster_dir: Path) -> dict[str, Any] | None:
+    """The credentials an agent of an earlier version kept in `<state-dir>/<cluster>/credentials.json`:
+    copied into the database, so an upgraded agent is still its cluster (the hub refuses a second
+    claim on a registered id)."""
+    path = cluster_dir / LEGACY_CREDENTIALS_FILE
+    if not path.exists():
+        return None
+    row: dict[str, Any] = json.loads(path.read_text())
+    return row
 
 
 def _row(saved: SavedCredentials) -> dict[str, Any]:
