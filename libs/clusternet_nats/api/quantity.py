@@ -8,6 +8,7 @@ MilliValue() do, which is what Clusternet's predictor divides.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -59,11 +60,19 @@ def parse_quantity(text: str | int) -> Fraction:
     return value
 
 
+QUANTITIES_CACHED = 4096
+"""Texts whose values are kept: a fleet's inventories repeat a handful ("4", "16Gi", "110"), and
+the scheduler and predictor read every node of every inventory that changes. A text refused is
+not kept (the cache keeps answers, not errors), so it is refused every time, naming it."""
+
+
+@functools.lru_cache(maxsize=QUANTITIES_CACHED)
 def value(text: str | int) -> int:
     """apimachinery's Quantity.Value(): the quantity in units, rounded up."""
     return math.ceil(parse_quantity(text))
 
 
+@functools.lru_cache(maxsize=QUANTITIES_CACHED)
 def milli_value(text: str | int) -> int:
     """apimachinery's Quantity.MilliValue(): the quantity in thousandths, rounded up."""
     return math.ceil(parse_quantity(text) * 1000)
