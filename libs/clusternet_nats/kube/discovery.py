@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clusternet_nats.kube.rest import KubeApi, KubeError
+from clusternet_nats.kube.rest import KubeApi
 
 DEFAULT_NAMESPACE = "default"
 
@@ -52,12 +52,9 @@ class Discovery:
 
     async def _discover(self, api_version: str) -> dict[str, Resource]:
         path = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-        try:
-            listing = await self._api.request("GET", path)
-        except KubeError as err:
-            if err.status == 404:
-                return {}
-            raise
+        listing = await self._api.get(path)
+        if listing is None:
+            return {}
         kinds = {
             item["kind"]: Resource(api_version, item["kind"], item["name"], bool(item.get("namespaced")))
             for item in listing.get("resources", [])

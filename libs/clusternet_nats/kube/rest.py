@@ -32,6 +32,15 @@ class KubeError(Exception):
         self.status = status
         self.message = message
 
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        """409: a resourceVersion no longer current, or a create of a name that exists."""
+        return self.status == 409
+
 
 def _message(body: Any) -> str:
     """The `message` of a Kubernetes Status body, else the body as text."""
@@ -70,6 +79,15 @@ class KubeApi:
         response = await self._call(method, path, query, body, content_type)
         data = await response.read()
         return cast(Json, json.loads(data)) if data else {}
+
+    async def get(self, path: str) -> Json | None:
+        """The object at `path`, or None when the server has none (404)."""
+        try:
+            return await self.request("GET", path)
+        except KubeError as err:
+            if err.not_found:
+                return None
+            raise
 
     async def status_code(self, path: str) -> int:
         """The HTTP status of a GET, for health endpoints (`/healthz`, `/livez`, `/readyz`)."""

@@ -19,8 +19,6 @@ from clusternet_nats.kube.rest import Json, KubeApi, KubeError
 from clusternet_nats.store import Informer, split_key
 from clusternet_nats.store.views import ObjectViews
 
-_CONFLICT = 409
-
 log = structlog.get_logger(__name__)
 
 
@@ -93,7 +91,7 @@ class Mirror:
         try:
             await self.api.request("POST", "/api/v1/namespaces", body=body)
         except KubeError as err:
-            if err.status != _CONFLICT:
+            if not err.conflict:
                 raise
 
     @staticmethod
@@ -101,5 +99,5 @@ class Mirror:
         try:
             await request
         except KubeError as err:
-            if err.status != 404:
+            if not err.not_found:
                 raise

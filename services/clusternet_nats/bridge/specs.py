@@ -29,7 +29,6 @@ from clusternet_nats.store import ObjectStore
 from clusternet_nats.store.keys import split_key
 
 MERGE_PATCH = "application/merge-patch+json"
-CONFLICT, NOT_FOUND = 409, 404
 CONFLICT_TRIES = 5
 """Reads and patches of one Subscription before a conflict is left to the work queue."""
 
@@ -50,9 +49,10 @@ async def delete_on_nats(
     leaves the parent's Subscriptions leaves them first: once it is deleted on NATS, the deployer
     takes it out of the Subscriptions there and drops its hold, after which nothing would say,
     to a retry or a restarted bridge, that the parent's Subscriptions still had to change."""
-    removed = leaves_subscriptions(current)
+    removed = False
     if leaves_subscriptions(current):
         await remove_feed(api, subscriptions, current)
+        removed = True
     held = await store.delete_object(current.namespace or None, current.name)
     if not removed and leaves_subscriptions(held):  # the deployer's hold came between the read and the delete
         await remove_feed(api, subscriptions, held)
@@ -88,24 +88,15 @@ async def _take_out(api: KubeApi, obj: Json, feed: Manifest | HelmChart, key: st
         try:
             await api.request("PATCH", path, body=patch, content_type=MERGE_PATCH)
         except KubeError as err:
-            if err.status != CONFLICT or tries == CONFLICT_TRIES:
+            if not err.conflict or tries == CONFLICT_TRIES:
                 raise
-            fresh = await _fresh(api, path)
+            fresh = await api.get(path)
             if fresh is None:
                 return
             obj = fresh
             continue
         log.info("bridge.feed_removed", subscription=key, feed=feed.namespaced_name())
         return
-
-
-async def _fresh(api: KubeApi, path: str) -> Json | None:
-    try:
-        return await api.request("GET", path)
-    except KubeError as err:
-        if err.status == NOT_FOUND:
-            return None
-        raise
 
 
 class SpecPublisher:

@@ -38,7 +38,7 @@ import structlog
 import typer
 from clusternet_nats.hub.registration import jwt
 from clusternet_nats.hub.registration.records import new_token
-from clusternet_nats.kube.rest import KubeError, connect
+from clusternet_nats.kube.rest import connect
 from clusternet_nats.runtime import natsconf
 from clusternet_nats.runtime.logging import configure_logging
 from clusternet_nats.runtime.pki import write_file
@@ -235,12 +235,7 @@ async def init_secret(kubeconfig: Path | None, namespace: str, name: str, leaf_h
     api = await connect(kubeconfig)
     path = f"/api/v1/namespaces/{namespace}/secrets/{name}"
     try:
-        try:
-            current = await api.request("GET", path)
-        except KubeError as err:
-            if err.status != 404:
-                raise
-            current = {}
+        current = await api.get(path) or {}
         stored = {k: base64.b64decode(v) for k, v in (current.get("data") or {}).items()}
 
         def complete() -> dict[str, str]:

@@ -196,12 +196,9 @@ class KubeCluster:
             release = await self.helm.status(ref.name, ref.namespace)
             return None if release is None else status_of(release).to_json_dict()
         resource = await self.discovery.resource(ref.api_version, ref.kind)
-        try:
-            obj = await self.api.request("GET", resource.path(ref.namespace, ref.name))
-        except KubeError as err:
-            if err.status == 404:
-                return None
-            raise
+        obj = await self.api.get(resource.path(ref.namespace, ref.name))
+        if obj is None:
+            return None
         status = obj.get("status")
         return dict(status) if isinstance(status, dict) else {}
 

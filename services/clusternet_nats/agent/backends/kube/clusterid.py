@@ -26,16 +26,13 @@ def id_from_lease(lease: dict[str, Any]) -> str:
 
 async def cluster_id(api: KubeApi) -> str:
     """Reads (creating if absent) the Lease; the agent's namespace must exist."""
-    try:
-        lease = await api.request("GET", f"{_LEASES}/{LEASE_NAME}")
-    except KubeError as err:
-        if err.status != 404:
-            raise
+    lease = await api.get(f"{_LEASES}/{LEASE_NAME}")
+    if lease is None:
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": LEASE_NAME}}
         try:
             lease = await api.request("POST", _LEASES, body=body)
         except KubeError as race:
-            if race.status != 409:
+            if not race.conflict:
                 raise
             lease = await api.request("GET", f"{_LEASES}/{LEASE_NAME}")
     return id_from_lease(lease)

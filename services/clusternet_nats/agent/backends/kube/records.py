@@ -27,13 +27,8 @@ class Records:
         await self.api.request("PATCH", f"/api/v1/namespaces/{AGENT_NAMESPACE}", _APPLY, body, APPLY_PATCH)
 
     async def kinds(self, owner: str) -> set[Kind]:
-        try:
-            configmap = await self.api.request("GET", f"{_CONFIGMAPS}/{ownership.record_name(owner)}")
-        except KubeError as err:
-            if err.status == 404:
-                return set()
-            raise
-        return ownership.record_kinds(configmap)
+        configmap = await self.api.get(f"{_CONFIGMAPS}/{ownership.record_name(owner)}")
+        return set() if configmap is None else ownership.record_kinds(configmap)
 
     async def save(self, owner: str, kinds: set[Kind]) -> None:
         body = ownership.record(owner, kinds)
@@ -48,7 +43,7 @@ class Records:
         try:
             await self.api.request("DELETE", f"{_CONFIGMAPS}/{ownership.record_name(owner)}")
         except KubeError as err:
-            if err.status != 404:
+            if not err.not_found:
                 raise
 
     async def owners(self) -> set[str]:
