@@ -4,6 +4,7 @@ accepted only as nats-server signs it."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import time
@@ -88,7 +89,25 @@ def test_an_issuer_must_be_a_well_formed_nkey() -> None:
     claims = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
     public = claims["iss"]
     broken = public[:-1] + ("A" if public[-1] != "A" else "B")  # the CRC-16 no longer matches
-    for iss in (broken, "not-an-nkey", ""):
+    for iss, reason in ((broken, "fails its checksum"), ("not-an-nkey", "not an nkey"), ("", "not a public nkey")):
         forged = base64.urlsafe_b64encode(json.dumps({**claims, "iss": iss}).encode()).rstrip(b"=").decode()
-        with pytest.raises(jwt.JwtError):
+        with pytest.raises(jwt.JwtError, match=reason):
             jwt.decode(f"{header}.{forged}.{signature}")
+
+
+def test_a_user_nkey_with_a_wrong_checksum_is_not_answered() -> None:
+    server, issuer = jwt.new_server_seed(), jwt.public_key(jwt.new_account_seed())
+    user = jwt.authorization_request(auth_request(server, issuer), issuer).user_nkey
+    broken = user[:-1] + ("A" if user[-1] != "A" else "B")
+    nats = json.loads(base64.urlsafe_b64decode(auth_request(server, issuer).split(".")[1] + "==="))["nats"]
+    with pytest.raises(jwt.JwtError, match="fails its checksum"):
+        jwt.authorization_request(auth_request(server, issuer, nats={**nats, "user_nkey": broken}), issuer)
+
+
+def test_each_token_carries_one_jti_hashing_its_claims() -> None:
+    token = jwt.encode({"sub": "UABC", "jti": "chosen-by-the-caller"}, jwt.new_account_seed())
+    body = base64.urlsafe_b64decode(token.split(".")[1] + "===").decode()
+    assert body.count('"jti"') == 1
+    claims = json.loads(body)
+    unsigned = json.dumps({k: v for k, v in claims.items() if k != "jti"}).encode()
+    assert claims["jti"] == base64.b32encode(hashlib.sha256(unsigned).digest()).decode()
