@@ -4,14 +4,17 @@ restarts as it was left."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from clusternet_nats.agent.backends.base import ObjectRef
 from clusternet_nats.agent.backends.sim import SimCluster, Sizing
 from clusternet_nats.agent.backends.sim.persistence import saved_states
+from clusternet_nats.agent.statedb import StateDatabase
 from clusternet_nats.testing.waiting import eventually
 
 OWNER = "clusternet-abcde.app-generic"
@@ -123,3 +126,30 @@ def test_agent_processes_opening_a_new_database_at_once_all_open_it(tmp_path: Pa
             outcomes.append((proc.stdout.read(), proc.stderr.read()))
             proc.wait(timeout=60)
         assert all(out.strip() == "opened" for out, _ in outcomes), [err[-400:] for _, err in outcomes]
+
+
+async def test_clusters_starting_at_once_read_their_rows_in_a_few_queries(tmp_path: Path) -> None:
+    """A process starting thousands of clusters asks for their rows together: one query and one
+    thread hop per batch, not per cluster, and each cluster still gets its own row."""
+    before = [SimCluster(f"c{i}", Sizing(nodes=1), tmp_path) for i in range(600)]
+    for i, cluster in enumerate(before[:400]):
+        await cluster.start()
+        await cluster.apply(OWNER, [configmap(f"m{i}", {"k": str(i)})])
+    await asyncio.gather(*(cluster.close() for cluster in before))
+
+    reads: list[int] = []
+    read = StateDatabase._read
+
+    def counted(self: StateDatabase, wanted: list[str]) -> dict[str, str]:
+        reads.append(len(wanted))
+        return read(self, wanted)
+
+    again = [SimCluster(f"c{i}", Sizing(nodes=1), tmp_path) for i in range(600)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(StateDatabase, "_read", counted)
+        await asyncio.gather(*(cluster.start() for cluster in again))
+    assert sum(reads) == 600 and len(reads) <= 3, reads
+    for i, cluster in enumerate(again):
+        mine = {o.ref.name for o in cluster.objects if o.ref.kind == "ConfigMap"}
+        assert mine == ({f"m{i}"} if i < 400 else set()), cluster.name
+    await asyncio.gather(*(cluster.close() for cluster in again))

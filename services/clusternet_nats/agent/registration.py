@@ -15,6 +15,7 @@ import asyncio
 import dataclasses
 import json
 import random
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -167,7 +168,7 @@ class Enrollment:
         """The credentials kept, after registering if this cluster never did."""
         ident = self.identity
         row = await credentials.load(ident.name)
-        if row is None and (row := await asyncio.to_thread(_kept_before, self.state_dir)) is not None:
+        if row is None and (row := await _kept_before(credentials, self.settings.state_dir, ident.name)) is not None:
             await credentials.put(ident.name, row)
         saved = SavedCredentials.model_validate(row) if row is not None else None
         if saved is None or saved.cluster_id != ident.cluster_id or not saved.namespace:
@@ -262,11 +263,34 @@ class Enrollment:
             await self.leaf.stop()
 
 
-def _kept_before(cluster_dir: Path) -> dict[str, Any] | None:
+_legacy_scans: weakref.WeakKeyDictionary[StateDatabase, asyncio.Future[frozenset[str]]] = weakref.WeakKeyDictionary()
+
+
+async def _kept_before(credentials: StateDatabase, state_dir: Path, name: str) -> dict[str, Any] | None:
     """The credentials an agent of an earlier version kept in `<state-dir>/<cluster>/credentials.json`:
     copied into the database, so an upgraded agent is still its cluster (the hub refuses a second
-    claim on a registered id)."""
-    path = cluster_dir / LEGACY_CREDENTIALS_FILE
+    claim on a registered id). The directory is scanned once while the database is open, not once
+    per cluster: a process starting thousands of new clusters would look for thousands of files."""
+    scan = _legacy_scans.get(credentials)
+    if scan is None:
+        scan = _legacy_scans[credentials] = asyncio.ensure_future(asyncio.to_thread(_holding_legacy, state_dir))
+    try:
+        holding = await asyncio.shield(scan)
+    except Exception:
+        if _legacy_scans.get(credentials) is scan:
+            del _legacy_scans[credentials]  # the next cluster scans again
+        raise
+    if name not in holding:
+        return None
+    return await asyncio.to_thread(_read_legacy, state_dir / name / LEGACY_CREDENTIALS_FILE)
+
+
+def _holding_legacy(state_dir: Path) -> frozenset[str]:
+    """The clusters with a credentials file of an earlier version in `state_dir`."""
+    return frozenset(path.parent.name for path in state_dir.glob(f"*/{LEGACY_CREDENTIALS_FILE}"))
+
+
+def _read_legacy(path: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     row: dict[str, Any] = json.loads(path.read_text())

@@ -5,7 +5,9 @@ An agent process may host thousands of simulated clusters, and a file created on
 run on costs the kernel about 0.4 ms of CPU (an ext4 inode; a directory the same): a file or two
 per cluster was more CPU than the clusters' own work, in the sim's applies and in a fleet's
 registration alike. Rows are written in batches across every cluster of the directory (one
-transaction for what is pending), in a thread (the event loop never blocks on the disk); a
+transaction for what is pending), and read likewise (one query for the rows asked for at once, so
+a process starting its clusters makes one thread hop, not one per cluster), in a thread (the
+event loop never blocks on the disk); a
 transaction is atomic, so a crash mid-write leaves the previous rows readable. WAL journalling
 makes a commit an append (synchronous=NORMAL: durable across a process crash, which is what an
 agent restart needs). The file is made owner-only before SQLite opens it (SQLite gives its WAL
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import sqlite3
@@ -34,6 +37,8 @@ SERIALIZE_CHUNK = 100
 BUSY_TIMEOUT_SECONDS = 30.0
 """How long a write waits for another agent process's transaction on the same database."""
 LOCKED_RETRY_SECONDS = 0.05
+READ_CHUNK = 500
+"""Rows asked for in one query (SQLite caps the parameters of a statement)."""
 
 log = structlog.get_logger(__name__)
 
@@ -60,6 +65,9 @@ class StateDatabase:
         """Rows whose last write failed, with its error."""
         self._hurry = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
+        self._wanted: dict[str, asyncio.Future[str | None]] = {}
+        """Rows asked for and not yet read, with what each asker awaits (the row's text)."""
+        self._reader: asyncio.Task[None] | None = None
         self.users = 0
         self._log = log.bind(path=str(self.path))
 
@@ -95,13 +103,11 @@ class StateDatabase:
                     raise
             time.sleep(LOCKED_RETRY_SECONDS)
 
-    def _read(self, name: str) -> dict[str, Any] | None:
-        query = "SELECT state FROM clusters WHERE name = ?"
-        row = self._retrying(lambda connection: connection.execute(query, (name,)).fetchone())
-        if row is None:
-            return None
-        state: dict[str, Any] = json.loads(row[0])
-        return state
+    def _read(self, names: list[str]) -> dict[str, str]:
+        rows: dict[str, str] = {}
+        for start in range(0, len(names), READ_CHUNK):
+            rows.update(self._retrying(functools.partial(_select, names[start : start + READ_CHUNK])))
+        return rows
 
     def _write(self, rows: list[tuple[str, str]]) -> None:
         def write(connection: sqlite3.Connection) -> None:
@@ -118,7 +124,38 @@ class StateDatabase:
                 self._connection = None
 
     async def load(self, name: str) -> dict[str, Any] | None:
-        return await asyncio.to_thread(self._read, name)
+        """The row as written last (read now, not remembered: processes may share the file).
+        Rows asked for in the same moment are read in one query, in one turn of a thread: a
+        process starting its thousands of clusters asks for all their rows at once."""
+        future = self._wanted.get(name)
+        if future is None:
+            future = self._wanted[name] = asyncio.get_running_loop().create_future()
+            future.add_done_callback(_retrieved)
+            if self._reader is None or self._reader.done():
+                self._reader = asyncio.create_task(self._read_wanted())
+        text = await asyncio.shield(future)
+        if text is None:
+            return None
+        state: dict[str, Any] = json.loads(text)
+        return state
+
+    async def _read_wanted(self) -> None:
+        await asyncio.sleep(0)  # the loads asked in this turn of the loop join the first batch
+        while self._wanted:
+            batch, self._wanted = self._wanted, {}
+            try:
+                rows = await asyncio.to_thread(self._read, list(batch))
+            except asyncio.CancelledError:
+                for future in [*batch.values(), *self._wanted.values()]:
+                    future.cancel()
+                self._wanted = {}
+                raise
+            except Exception as err:
+                for future in batch.values():
+                    future.set_exception(err)
+                continue
+            for name, future in batch.items():
+                future.set_result(rows.get(name))
 
     def changed(self, name: str, snapshot: Snapshot) -> None:
         """Schedules a write of `name`'s row as `snapshot` will give it a moment from now."""
@@ -173,6 +210,17 @@ class StateDatabase:
             finally:
                 self._writing = set()
         self._hurry.clear()
+
+
+def _select(names: list[str], connection: sqlite3.Connection) -> list[tuple[str, str]]:
+    query = f"SELECT name, state FROM clusters WHERE name IN ({','.join('?' * len(names))})"
+    return connection.execute(query, names).fetchall()
+
+
+def _retrieved(future: asyncio.Future[str | None]) -> None:
+    """Marks a load's error seen: an asker cancelled meanwhile no longer awaits it."""
+    if not future.cancelled():
+        future.exception()
 
 
 _databases: dict[tuple[Path, asyncio.AbstractEventLoop], StateDatabase] = {}

@@ -10,6 +10,7 @@ exits.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ class StateFile:
 
     def __init__(self, directory: Path, name: str, snapshot: Snapshot) -> None:
         self.name = name
-        self._directory = directory.resolve()
+        self._directory = _resolved(directory)
         self._snapshot = snapshot
         self._database: StateDatabase | None = None
 
@@ -51,6 +52,13 @@ class StateFile:
             return
         await database.flush(self.name)
         await closed(database)
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved(directory: Path) -> Path:
+    """The directory every cluster of a process shares, resolved once (a resolve is a system
+    call per component of the path, and a process starts thousands of clusters)."""
+    return directory.resolve()
 
 
 def saved_states(directory: Path) -> dict[str, dict[str, Any]]:
