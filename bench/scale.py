@@ -448,6 +448,7 @@ GLOBALIZATION = Series(GLOBAL_BENCHES, "globalization_update_s")
 GLOBAL_UPDATED = Series(GLOBAL_BENCHES, "descriptions_updated", globalization_phase)
 GLOBAL_RATE = Series(GLOBAL_BENCHES, "descriptions_per_s", globalization_phase)
 REGISTRATION = Series(FLEET, "registration_s")
+REGISTRATION_CPU = Series(FLEET, "registration_cpu_s_per_1000")
 SECURED_ROLLOUT = Series(FLEET, "rollout_s")
 SECURED_RATE = Series(FLEET, "descriptions_per_s")
 HEARTBEAT_CPU = Series(FLEET, "hub_cpu_percent")
@@ -638,6 +639,7 @@ class Report:
         if any(n for _, n in spread):
             lines += ["Simulated clusters spread over agent processes, all started at once: " + ", ".join(
                 f"{fmt(n, 0)} at {cluster_label(c)}" for c, n in spread if n) + ".", ""]
+        lines += self.registration_cpu_section(registration)
         lines += ["What the two kinds of bench run (read them apart): registration and heartbeats "
                   "(`bench/fleet.py`) on the secured hub as shipped, every connection through the auth callout "
                   "and every agent write a request to the hub's intake; the rollouts and the Globalization "
@@ -775,6 +777,38 @@ class Report:
             return None
         source = f"fit over {', '.join(cluster_label(n) for n, _ in data)} clusters"
         return line[0] * 1024, line[1], source
+
+    def registration_cpu_section(self, registration: list[Point]) -> list[str]:
+        """What a registration costs every process, and so the least time the machine's cores need
+        for the fleet: the storm is bound by the CPU of all of them (the simulated agents' too), so
+        a run's seconds follow its CPU seconds, which follow how fast the shared machine ran then."""
+        rows = []
+        for p in registration:
+            for seconds, record in REGISTRATION.repeats(self.outcome, p) or []:
+                per_thousand = mapping(record.figures.get(REGISTRATION_CPU.figure))
+                if not per_thousand:
+                    continue
+                total = sum(per_thousand.values())
+                cores = record.machine.cores or 1
+                rows.append([
+                    cluster_label(p.clusters), fmt(seconds), fmt(total, 1),
+                    ", ".join(f"{k} {v:.2f}" for k, v in per_thousand.items()),
+                    fmt(total * p.clusters / 1000 / cores, 1), ref_of(record), load_of(record),
+                ])
+        if not rows:
+            return []
+        header = ["clusters", "seconds", "CPU s per 1,000 (all)", "CPU s per 1,000 by process",
+                  f"all CPU / {self.cores()} cores, s", "raw publish_async msgs/s", "load 1/5/15"]
+        return ["#### Registration: CPU seconds per 1,000 clusters, every run of the code measured", "",
+                "The registration storm is bound by the CPU of every process on the machine, the simulated "
+                "agents' included (they start all at once, at the lowest priority): its seconds follow the CPU "
+                "seconds it took, divided by the cores, plus the processes' start. The CPU seconds of one piece "
+                "of code vary from run to run as fast as the shared machine ran then.", "",
+                *table(header, rows), ""]
+
+    def cores(self) -> str:
+        cores = {r.machine.cores for rs in self.outcome.records.values() for r in rs if r.machine.cores}
+        return "/".join(str(c) for c in sorted(cores)) or "its"
 
     def cpu_section(self, cpu: list[Point]) -> list[str]:
         lines = ["### Heartbeat CPU of the hub side", ""]
