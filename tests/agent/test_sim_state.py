@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from clusternet_nats.agent.backends.base import ObjectRef
 from clusternet_nats.agent.backends.sim import SimCluster, Sizing
 from clusternet_nats.agent.backends.sim.persistence import saved_states
-from clusternet_nats.agent.statedb import StateDatabase
+from clusternet_nats.agent.statedb import StateDatabase, closed, opened
 from clusternet_nats.testing.waiting import eventually
 
 OWNER = "clusternet-abcde.app-generic"
@@ -153,3 +154,37 @@ async def test_clusters_starting_at_once_read_their_rows_in_a_few_queries(tmp_pa
         mine = {o.ref.name for o in cluster.objects if o.ref.kind == "ConfigMap"}
         assert mine == ({f"m{i}"} if i < 400 else set()), cluster.name
     await asyncio.gather(*(cluster.close() for cluster in again))
+
+
+async def test_loads_waiting_on_a_reader_that_is_stopped_are_cancelled_not_left_hanging(tmp_path: Path) -> None:
+    """At shutdown the reader may be cancelled before it ran: its askers are cancelled too."""
+    database = opened(tmp_path / "state.sqlite3")
+    try:
+        loads = [asyncio.create_task(database.load(f"c{i}")) for i in range(5)]
+        await asyncio.sleep(0)  # the loads asked: a reader is made, and has not run yet
+        assert database._reader is not None and not database._reader.done()
+        database._reader.cancel()
+        results = await asyncio.wait_for(asyncio.gather(*loads, return_exceptions=True), 10)
+        assert all(isinstance(r, asyncio.CancelledError) for r in results), results
+        assert await database.load("c0") is None  # a later load starts a reader of its own
+
+        # Cancelled in the middle of its read: the batch it took is cancelled as well.
+        reading, release = threading.Event(), threading.Event()
+        read = StateDatabase._read
+
+        def slow(self: StateDatabase, wanted: list[str]) -> dict[str, str]:
+            reading.set()
+            release.wait(10)
+            return read(self, wanted)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(StateDatabase, "_read", slow)
+            loads = [asyncio.create_task(database.load(f"c{i}")) for i in range(5)]
+            await asyncio.to_thread(reading.wait, 10)
+            assert database._reader is not None
+            database._reader.cancel()
+            results = await asyncio.wait_for(asyncio.gather(*loads, return_exceptions=True), 10)
+            release.set()
+        assert all(isinstance(r, asyncio.CancelledError) for r in results), results
+    finally:
+        await closed(database)

@@ -133,6 +133,7 @@ class StateDatabase:
             future.add_done_callback(_retrieved)
             if self._reader is None or self._reader.done():
                 self._reader = asyncio.create_task(self._read_wanted())
+                self._reader.add_done_callback(self._reader_stopped)
         text = await asyncio.shield(future)
         if text is None:
             return None
@@ -146,9 +147,7 @@ class StateDatabase:
             try:
                 rows = await asyncio.to_thread(self._read, list(batch))
             except asyncio.CancelledError:
-                for future in [*batch.values(), *self._wanted.values()]:
-                    future.cancel()
-                self._wanted = {}
+                self._wanted.update(batch)  # `_reader_stopped` cancels them with the rest
                 raise
             except Exception as err:
                 for future in batch.values():
@@ -156,6 +155,13 @@ class StateDatabase:
                 continue
             for name, future in batch.items():
                 future.set_result(rows.get(name))
+
+    def _reader_stopped(self, reader: asyncio.Task[None]) -> None:
+        """A reader cancelled (at shutdown; before it ran, too) leaves no asker waiting for it."""
+        if reader is self._reader and reader.cancelled():
+            wanted, self._wanted = self._wanted, {}
+            for future in wanted.values():
+                future.cancel()
 
     def changed(self, name: str, snapshot: Snapshot) -> None:
         """Schedules a write of `name`'s row as `snapshot` will give it a moment from now."""
