@@ -784,7 +784,7 @@ class Report:
         a run's seconds follow its CPU seconds, which follow how fast the shared machine ran then."""
         rows = []
         for p in registration:
-            for seconds, record in REGISTRATION.repeats(self.outcome, p) or []:
+            for seconds, record in REGISTRATION.repeats(self.outcome, p):
                 per_thousand = mapping(record.figures.get(REGISTRATION_CPU.figure))
                 if not per_thousand:
                     continue
