@@ -298,6 +298,11 @@ async def test_follow_delivers_own_descriptions_inside_own_inbox(
     assert await a.intake.follow(later) == 1
     await eventually(lambda: len(got) == 1, timeout=10, what="redelivery from the asked sequence")
     assert got == [(f"$KV.descriptions.{a.namespace}.second", later)]
+    # Asking again as at first (the consumer made then is still there): all of it again.
+    got.clear()
+    assert await a.intake.follow(0) == 2
+    await eventually(lambda: len(got) == 2, timeout=10, what="A's Descriptions delivered again")
+    assert {subject for subject, _ in got} == {f"$KV.descriptions.{a.namespace}.{n}" for n in ("app", "second")}
     with pytest.raises(IntakeRefusedError) as refused:
         await a.intake.follow(later + 1_000_000)
     assert refused.value.code == 410

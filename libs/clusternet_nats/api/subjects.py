@@ -16,6 +16,7 @@ which is trusted with all of them.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -293,19 +294,30 @@ SUBJECTS: tuple[Subject, ...] = (
 def grants(party: Party, cluster_id: str, namespace: str | None = None) -> tuple[list[str], list[str]]:
     """(publish, subscribe) permissions of a cluster or registering identity, from the table:
     every subject the party publishes or subscribes, bound to its id and namespace."""
+    bound = {"cluster_id": cluster_id, **({"namespace": namespace} if namespace else {})}
+    publish, subscribe = _grant_templates(party, frozenset(bound))
+    return [grant.format(**bound) for grant in publish], [grant.format(**bound) for grant in subscribe]
+
+
+@functools.cache
+def _grant_templates(party: Party, bound: frozenset[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`grants` with the bound placeholders left in (`{cluster_id}`): worked out from the table
+    once per party, not once per connection (the callout answers two per registering cluster).
+    Whether one grant covers another does not depend on the values filled in: a value is one
+    token, never a wildcard."""
     if party not in (Party.CLUSTER, Party.REGISTERING):
         raise ValueError(f"{party} is not granted per identity")
-    bound = {"cluster_id": cluster_id, **({"namespace": namespace} if namespace else {})}
+    placeholders = {name: f"{{{name}}}" for name in bound}
 
-    def granted(subjects: list[Subject]) -> list[str]:
+    def granted(subjects: list[Subject]) -> tuple[str, ...]:
         out: list[str] = []
         for subject in subjects:
-            if not set(_PLACEHOLDER.findall(subject.pattern)) & set(BOUND) <= bound.keys():
+            if not set(_PLACEHOLDER.findall(subject.pattern)) & set(BOUND) <= bound:
                 continue  # bound to a namespace this identity does not have (yet)
-            grant = subject.grant(**bound)
+            grant = subject.grant(**placeholders)
             if not any(_covers(held, grant) for held in out):
                 out.append(grant)
-        return out
+        return tuple(out)
 
     publish = granted([s for s in SUBJECTS if party in s.publishers])
     subscribe = granted([s for s in SUBJECTS if party in s.subscribers])

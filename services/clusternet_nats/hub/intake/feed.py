@@ -5,12 +5,12 @@ JetStream API request, goes wherever the requester names, and a stream stores wh
 its subjects (api/intake.py). So on `follow` the hub (re)creates one push consumer per cluster,
 `agent-<namespace>`, filtered to the cluster's namespace, delivering to a subject inside the
 cluster's own inbox, from the sequence the cluster asks for; nothing of it is the cluster's to
-choose. Asking again replaces it: that is how an agent resumes after a lost connection or a gap.
+choose. Asking again replaces it: that is how an agent resumes after a lost connection or a gap
+(one request to the server when there is none to replace: store/consumers.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 from clusternet_nats.api.apps import Description
@@ -20,10 +20,11 @@ from clusternet_nats.api.registry import by_kind
 from clusternet_nats.api.subjects import KV
 from clusternet_nats.hub.intake.admission import Refused, parse
 from clusternet_nats.hub.registration.records import ClusterCredential
+from clusternet_nats.store.consumers import create_anew, fresh
 from clusternet_nats.store.keys import kv_stream
+from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-from nats.js.errors import NotFoundError
 
 INACTIVE_THRESHOLD = 60.0
 """A consumer nobody listens to (its agent gone) is removed by the server after this."""
@@ -46,6 +47,7 @@ def descriptions_consumer(bucket: str, namespace: str, deliver_subject: str, sta
 
 @dataclass
 class DescriptionsFeed:
+    nc: NATS
     js: JetStreamContext
     bucket: str = by_kind(Description.KIND).bucket
 
@@ -62,7 +64,5 @@ class DescriptionsFeed:
         config = descriptions_consumer(
             self.bucket, cluster.namespace, descriptions_deliver_subject(cluster.cluster_id), start
         )
-        with contextlib.suppress(NotFoundError):
-            await self.js.delete_consumer(self.stream, config.name or "")
-        info = await self.js.add_consumer(self.stream, config)
+        info = await create_anew(self.nc, self.js, self.stream, fresh(config, f"cluster {cluster.name}'s Descriptions"))
         return IntakeReply(pending=int(info.num_pending or 0))

@@ -58,7 +58,7 @@ class Intake:
         label_prefixes: tuple[str, ...] = (NODE_LABEL_PREFIX,),
     ) -> None:
         self.ctx = ctx
-        self.feed = DescriptionsFeed(ctx.js)
+        self.feed = DescriptionsFeed(ctx.nc, ctx.js)
         descriptions = JsonBucket(ctx.js, self.feed.bucket)
         self.rules: dict[str, Rule] = rules(ctx.js, descriptions, label_prefixes)
         written = cluster_written_buckets()
