@@ -4,7 +4,8 @@ with a backend whose answers the test shapes (sizes, pace, an endless watch, sil
 What the backend is does not matter here (the kube one is tested in test_kubectl.py); what is
 tested is the protocol: order and reassembly of big bodies both ways, the credit window holding
 a slow client's stream at the agent, cancellation reaching the upstream, the per-request
-timeout, the no-responders answer for an absent agent, and frames not from the hub ignored.
+timeout, the no-responders answer for an absent agent, frames not from the hub ignored, and a
+stream whose hub fell silent abandoned.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class Pair:
     hub: NATS
     agent: NATS
     identity: ClusterIdentity
+    proxy: ProxyServer
 
     def stream(self) -> HubStream:
         return HubStream(self.hub, self.identity.namespace)
@@ -92,7 +94,7 @@ async def serving(server: NatsServer, backend: Backend) -> AsyncIterator[Pair]:
     task = asyncio.create_task(proxy.serve())
     try:
         await eventually(lambda: _subscribed(hub, identity), timeout=10, what="agent subscribed")
-        yield Pair(hub, agent, identity)
+        yield Pair(hub, agent, identity, proxy)
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -232,3 +234,23 @@ async def test_an_open_the_agent_cannot_read_is_refused_at_once(nats_server: Nat
         finally:
             await stream.close()
     assert [r for r in backend.requests if r.path == "/x"] == []
+
+
+async def test_a_stream_whose_hub_fell_silent_is_abandoned(
+    nats_server: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watchdog sleeps while no stream is open, and wakes for the first one opened after."""
+    monkeypatch.setattr("clusternet_nats.agent.proxy.server.KEEPALIVE", 0.05)
+    monkeypatch.setattr("clusternet_nats.agent.proxy.server.IDLE_LIMIT", 0.5)
+    backend = Backend(silent=True)
+    async with serving(nats_server, backend) as pair:
+        proxy, ns = pair.proxy, pair.identity.namespace
+        await eventually(lambda: not proxy.streams, timeout=10, what="the readiness probe's stream ended")
+        assert not proxy.streams_open.is_set()
+        # An open with no keepalives after it, as from a hub that went away at once.
+        headers = {FRAME_HEADER: FrameKind.OPEN.value, SEQ_HEADER: "0"}
+        reply = f"clusternet.reply.{ns}.silent"
+        await pair.hub.publish(f"clusternet.sockets.{ns}.silent", _open().to_json(), reply=reply, headers=headers)
+        await eventually(lambda: "silent" in proxy.streams, timeout=10, what="the stream opened")
+        await eventually(lambda: not proxy.streams, timeout=10, what="the silent stream abandoned")
+        assert not proxy.streams_open.is_set()

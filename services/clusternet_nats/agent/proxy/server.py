@@ -6,6 +6,10 @@ permissions let only this cluster answer on; anything else is dropped. A stream 
 against the backend's `ApiServer` and sends the answer back within the hub's credit, so a slow
 client stops the agent reading its API server. The stream ends when the answer does, on the hub's
 `cancel`, at its timeout, or when the hub has been silent past `IDLE_LIMIT` (it went away).
+
+The watchdog that finds silent streams wakes every `KEEPALIVE` only while a stream is open: a
+process of 10,000 simulated clusters, nearly none of them proxied at any moment, otherwise woke
+2,000 times a second to look at empty tables.
 """
 
 from __future__ import annotations
@@ -44,12 +48,15 @@ class ProxyServer:
     def __init__(self, nc: NATS, identity: ClusterIdentity, apiserver: ApiServer) -> None:
         self.nc, self.namespace, self.apiserver = nc, identity.namespace, apiserver
         self.streams: dict[str, AgentStream] = {}
+        self.streams_open = asyncio.Event()
+        """Set while `streams` holds any: the watchdog waits for it."""
         self._log = log.bind(cluster=identity.name)
 
     async def serve(self) -> None:
         sub = await self.nc.subscribe(SOCKETS.filter(namespace=self.namespace), cb=self._on_message)
         try:
             while True:  # the watchdog: streams whose hub went silent are abandoned
+                await self.streams_open.wait()
                 await asyncio.sleep(KEEPALIVE)
                 now = asyncio.get_running_loop().time()
                 for stream in list(self.streams.values()):
@@ -91,8 +98,14 @@ class ProxyServer:
     def _open(self, stream_id: str, reply: str, request: ProxyOpen) -> None:
         stream = AgentStream(self.nc, reply, request, self.apiserver, self._log.bind(stream=stream_id))
         self.streams[stream_id] = stream
+        self.streams_open.set()
         stream.task = asyncio.create_task(stream.run(), name=f"proxy-{stream_id}")
-        stream.task.add_done_callback(lambda _t: self.streams.pop(stream_id, None))
+        stream.task.add_done_callback(lambda _t: self._closed(stream_id))
+
+    def _closed(self, stream_id: str) -> None:
+        self.streams.pop(stream_id, None)
+        if not self.streams:
+            self.streams_open.clear()
 
 
 class AgentStream:
