@@ -5,19 +5,7 @@ from __future__ import annotations
 from clusternet_nats.agent.backends.sim import SimCluster, Sizing
 from clusternet_nats.agent.collector import LabelAggregation, StatusCollector
 
-
-def _deployment(replicas: int) -> dict[str, object]:
-    pod = {"containers": [{"name": "app", "image": "nginx", "resources": {"requests": {"cpu": "100m"}}}]}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod},
-        },
-    }
+from tests.agent.test_agent_sim_cluster import deployment
 
 
 async def test_unchanged_facts_keep_the_last_collection_and_a_change_makes_a_new_one() -> None:
@@ -28,7 +16,7 @@ async def test_unchanged_facts_keep_the_last_collection_and_a_change_makes_a_new
     assert await collector.collect() is first
     assert first.status.pod_statistics is not None and first.status.pod_statistics.running_pods == 0
 
-    await cluster.apply("default.web", [_deployment(3)])
+    await cluster.apply("default.web", [deployment("web", 3, cpu="100m", ns="default")])
     changed = await collector.collect()
     assert changed is not first
     assert changed.status.pod_statistics is not None and changed.status.pod_statistics.running_pods == 3
