@@ -46,8 +46,9 @@ async def test_a_free_name_is_created_and_a_taken_one_replaced_from_its_own_star
 
 
 async def test_the_same_configuration_asked_again_starts_over(nc: NATS, js: JetStreamContext) -> None:
-    """The server hands back a consumer whose configuration is the very one asked for, delivery
-    state and all; a fresh description makes each request's configuration its own."""
+    """Asked again as at first, the consumer starts over. (This server refuses a taken name even
+    for an equal configuration, its stored one having defaults filled in; were an equal one handed
+    back with its delivery state, the fresh description would still make each request its own.)"""
     stream = await _stream_with(js, 2)
     await create_anew(nc, js, stream, _config(stream, 0))
     sub = await js.pull_subscribe_bind("follower", stream=stream)
