@@ -1,8 +1,10 @@
-"""Kill any one service, or restart NATS, during a rollout: the system converges, nothing is
-lost and nothing is duplicated."""
+"""Kill any one service, or restart NATS, or cut the power to all of it, during a rollout: the
+system converges, nothing is lost and nothing is duplicated."""
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -126,3 +128,42 @@ async def test_nats_restart_every_service_resumes(system: System, hub: HubClient
     result = cnet(system, "apply", "-f", str(write_app(tmp_path, name)))
     assert result.returncode == 0, result.stderr
     await eventually(lambda: converged(hub, name), 30, what="rollout after a NATS restart")
+
+
+
+async def _reached(hub: HubClient, name: str, stage: str) -> bool:
+    """Whether the rollout of `name` got at least as far as `stage`."""
+    if stage == "accepted":
+        return True
+    if stage == "bound":
+        sub = await hub.get(f"{APPS}/namespaces/default/subscriptions/{name}")
+        return bool(((sub or {}).get("status") or {}).get("bindingClusters"))
+    return bool(owned_by(await hub.items(f"{APPS}/descriptions"), name))
+
+
+@pytest.mark.parametrize("stage", ["accepted", "bound", "described"])
+async def test_every_process_killed_at_once_mid_rollout_loses_nothing(
+    system: System, hub: HubClient, tmp_path: Path, stage: str
+) -> None:
+    """A power cut: NATS and every service, the agents of the clusters too, SIGKILLed in the same
+    moment, once the rollout reached `stage` (the hub accepted the Subscription; the scheduler
+    bound it; the first Description was written); all started again, the rollout completes with
+    exactly one Base and one Description per cluster, and a new one rolls out after it."""
+    name = f"power-cut-{stage}"
+    result = cnet(system, "apply", "-f", str(write_app(tmp_path, name)))
+    assert result.returncode == 0, result.stderr
+    await eventually(lambda: _reached(hub, name, stage), 30, what=f"{name} {stage}", interval=0.01)
+    processes = [s.proc for s in system.services.values() if s.proc is not None]
+    assert system.nats.proc is not None and len(processes) == len(system.services)
+    for proc in [system.nats.proc, *processes]:
+        proc.send_signal(signal.SIGKILL)  # all signalled before any is waited for
+    for service in system.services.values():
+        service.kill()
+    system.nats.kill()
+    await asyncio.to_thread(system.start, 90)
+    sub = await eventually(lambda: converged(hub, name), 60, what=f"{name} converged after the power cut")
+    assert len(sub["status"]["bindingClusters"]) == 3
+    after = f"after-{name}"
+    result = cnet(system, "apply", "-f", str(write_app(tmp_path, after)))
+    assert result.returncode == 0, result.stderr
+    await eventually(lambda: converged(hub, after), 60, what=f"a rollout after the power cut at {stage}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import structlog.testing
 from clusternet_nats.agent.backends.sim import SimCluster, Sizing
 from clusternet_nats.agent.cluster_agent import ClusterAgent
@@ -20,10 +21,11 @@ from clusternet_nats.agent.registration import (
     RegistrationSettings,
     saved_credentials,
 )
+from clusternet_nats.agent.statedb import closed, opened
 from clusternet_nats.api.clusters import ClusterSyncMode, ManagedCluster, ManagedClusterStatus
 from clusternet_nats.api.intake import BUCKET_HEADER, FOLLOW
 from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
-from clusternet_nats.api.registration import intake_subject
+from clusternet_nats.api.registration import intake_subject, new_secret
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.hub.registration.records import token_store
 from clusternet_nats.runtime.service import CommonOptions
@@ -177,3 +179,35 @@ async def test_an_agent_upgraded_from_a_credentials_file_is_still_its_cluster(
     assert agent.identity.namespace == namespace
     await agent.stop()
     assert saved_credentials(tmp_path / "state")["edge"] == kept
+
+
+@pytest.mark.parametrize("filed", [False, True], ids=["claim-never-filed", "approved-before-kept"])
+async def test_an_agent_restarted_before_it_kept_its_approval_registers_with_no_refused_secret(
+    hub: RegistrationHub, tmp_path: Path, filed: bool
+) -> None:
+    """An agent keeps its secret before it asks. Killed before it kept the answer, it does not
+    know whether the hub filed its claim: it asks with the token first, then its secret, and a
+    refused password is not tried again in the round. So a claim the hub never saw registers with
+    no refusal at all, and one the hub approved with one (the token, for an id already
+    registered): refusals count against the source a fleet behind one address shares, and a fleet
+    retrying its unknown secrets was throttled for minutes after a power cut
+    (tests/registration/test_power_cut.py)."""
+    settings = RegistrationSettings(await hub.token(), tmp_path / "state")
+    identity = single_cluster("edge", None, {"env": "test"}, ClusterSyncMode.PULL)
+    secret = new_secret()
+    if filed:
+        agent = await run_agent(hub, settings)
+        await agent.stop()
+        secret = saved_credentials(tmp_path / "state")["edge"].secret
+    database = opened(tmp_path / "state" / CREDENTIALS_DATABASE)
+    try:  # what it kept before asking: its id and secret, no namespace yet
+        await database.put("edge", {"clusterId": identity.cluster_id, "secret": secret})
+    finally:
+        await closed(database)
+
+    refused = hub.callout.stats.refused
+    agent = await run_agent(hub, settings)
+    await agent.stop()
+    assert hub.callout.stats.refused - refused == (1 if filed else 0)
+    kept = saved_credentials(tmp_path / "state")["edge"]
+    assert (kept.secret, kept.namespace) == (secret, identity.namespace), "the same claimant, now registered"

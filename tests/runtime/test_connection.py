@@ -1,9 +1,11 @@
 """What a connection keeps of the errors nats-py reports to it, and what its close leaves."""
 
 import asyncio
+from pathlib import Path
 
 import nats.errors
-from clusternet_nats.runtime.connection import ERRORS_KEPT, Connection, barrier
+import pytest
+from clusternet_nats.runtime.connection import ERRORS_KEPT, Connection, CredentialsRefused, barrier
 from clusternet_nats.testing.natsserver import NatsServer
 from clusternet_nats.testing.tcplink import TcpLink
 from clusternet_nats.testing.waiting import eventually
@@ -69,3 +71,29 @@ async def test_a_subscription_behind_a_barrier_is_there_for_another_clients_requ
     finally:
         await conn.close()
     assert missed == 0, f"{missed} of 1000 requests found no responder"
+
+
+async def test_refused_credentials_end_a_connect_that_asks_so_at_the_first_refusal(tmp_path: Path) -> None:
+    """Every refusal counts against its source at the hub's callout: a caller holding other
+    credentials asks for the first refusal to end the attempt. Refused there is a different answer
+    from unreachable, which is still retried; and the connection it makes still reconnects."""
+    server = NatsServer(tmp_path / "nats", extra_config='authorization { user: agent, password: "right" }')
+    server.start()
+    try:
+        wrong = Connection(f"nats://agent:wrong@127.0.0.1:{server.port}", "test")
+        with pytest.raises(CredentialsRefused):
+            await wrong.connect(30, retry_refused=False)
+        assert sum("authorization violation" in str(e).lower() for e in wrong.errors) == 1, list(wrong.errors)
+
+        retried = Connection(f"nats://agent:wrong@127.0.0.1:{server.port}", "test")
+        with pytest.raises(nats.errors.NoServersError):
+            await retried.connect(1)
+        assert sum("authorization violation" in str(e).lower() for e in retried.errors) > 1
+
+        right = Connection(f"nats://agent:right@127.0.0.1:{server.port}", "test")
+        nc = await right.connect(30, retry_refused=False)
+        server.restart()
+        await eventually(lambda: nc.is_connected and nc.stats["reconnects"] > 0, 20, what="reconnected")
+        await right.close()
+    finally:
+        server.cleanup()

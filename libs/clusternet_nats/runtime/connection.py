@@ -22,12 +22,22 @@ import nats
 import structlog
 from clusternet_nats.store.backoff import Backoff
 from nats.aio.client import Client as NATS
+from nats.errors import AuthorizationError
 
 log = structlog.get_logger(__name__)
 
 ERRORS_KEPT = 64
 """Errors a connection remembers, the latest: a link that stays down reports one per reconnect
 attempt, four a second (`reconnect_time_wait`), for as long as it is down."""
+
+
+class CredentialsRefused(ConnectionError):
+    """The server refused the connection's user and password (its own users, or the hub's auth
+    callout): an answer, not an unreachable server."""
+
+
+def _refusal(err: BaseException) -> bool:
+    return isinstance(err, AuthorizationError) or "authorization violation" in str(err).lower()
 
 
 def _redacted(url: str) -> str:
@@ -75,15 +85,21 @@ class Connection:
         self._on_reconnect: list[Callable[[], None]] = []
         self.errors: deque[BaseException] = deque(maxlen=ERRORS_KEPT)
         """The latest errors nats-py reported (tests read them)."""
+        self._refused = False
+        """The server refused the credentials since the current connection attempt began."""
 
     def on_reconnect(self, callback: Callable[[], None]) -> None:
         self._on_reconnect.append(callback)
 
-    async def connect(self, timeout: float | None = 60.0) -> NATS:
-        """Connects, retrying with backoff for `timeout` seconds (None: until it does)."""
+    async def connect(self, timeout: float | None = 60.0, retry_refused: bool = True) -> NATS:
+        """Connects, retrying with backoff for `timeout` seconds (None: until it does). Without
+        `retry_refused`, refused credentials end it at once (CredentialsRefused): a caller holding
+        other credentials to try, since every refusal counts against the source it comes from
+        (the hub's callout throttles a source that failed too often, hub/registration/callout.py)."""
         deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
         backoff = Backoff(0.1, self.retry_cap)
         while True:
+            self._refused = False
             try:
                 servers = [u.strip() for u in self.url.split(",")]
                 self.nc = await nats.connect(
@@ -92,10 +108,11 @@ class Connection:
                     user_credentials=self.creds,
                     **({} if self.creds else shared_credentials(servers)),
                     **({"inbox_prefix": self.inbox_prefix} if self.inbox_prefix else {}),
-                    allow_reconnect=True,
                     # nats-py retries a first connection forever, every 0.25 s whatever the
                     # answer: a refused fleet would come back in lockstep. One more try of each
-                    # server, then the backoff below (full jitter); once connected, forever.
+                    # server (none where a refusal ends it), then the backoff below (full
+                    # jitter); once connected, forever.
+                    allow_reconnect=retry_refused,
                     max_reconnect_attempts=1,
                     reconnect_time_wait=0.25,
                     connect_timeout=2,
@@ -107,12 +124,15 @@ class Connection:
                     disconnected_cb=self._disconnected,
                     reconnected_cb=self._reconnected,
                 )
+                self.nc.options["allow_reconnect"] = True
                 self.nc.options["max_reconnect_attempts"] = -1
                 # host:port only: a URL may carry a user and password.
                 where = self.nc.connected_url
                 log.info("nats.connected", url=f"{where.hostname}:{where.port}" if where else "?")
                 return self.nc
             except Exception as err:
+                if self._refused and not retry_refused:
+                    raise CredentialsRefused(f"{self.name}: the server refused its credentials") from err
                 if deadline is not None and asyncio.get_running_loop().time() > deadline:
                     raise
                 log.info("nats.connect_retry", url=_redacted(self.url), error=repr(err))
@@ -145,6 +165,7 @@ class Connection:
 
     async def _error(self, err: Exception) -> None:
         self.errors.append(err)
+        self._refused = self._refused or _refusal(err)
         log.warning("nats.error", error=repr(err))
 
     async def _disconnected(self) -> None:

@@ -58,7 +58,7 @@ CREDENTIALS_DATABASE = "credentials.sqlite3"
 owner-only)."""
 LEGACY_CREDENTIALS_FILE = "credentials.json"
 _CLAIMED_TIMEOUT = 10.0
-"""How long an agent asks with its own secret before it falls back to its token."""
+"""How long an agent asks with each password for an id it may have claimed (`_passwords`)."""
 _TOKEN_TIMEOUT = 60.0
 _ANSWER_TIMEOUT = 5.0
 """How long one registration request waits for the registrar's answer."""
@@ -173,9 +173,8 @@ class Enrollment:
         saved = SavedCredentials.model_validate(row) if row is not None else None
         if saved is None or saved.cluster_id != ident.cluster_id or not saved.namespace:
             # The secret is kept before asking, so an agent restarted while its request is
-            # Pending, or before it kept the approval, asks again as the same claimant: with its
-            # secret (a token may not name a registered id), and with the token if the hub does
-            # not know it.
+            # Pending, or before it kept the approval, asks again as the same claimant
+            # (`_passwords`).
             claimed = saved is not None and saved.cluster_id == ident.cluster_id
             secret = saved.secret if saved is not None and claimed else new_secret()
             await credentials.put(ident.name, _row(SavedCredentials(cluster_id=ident.cluster_id, secret=secret)))
@@ -186,9 +185,7 @@ class Enrollment:
                 sync_mode=ident.sync_mode,
                 cluster_labels=ident.configured_labels or None,
             )
-            attempts = [(secret, _CLAIMED_TIMEOUT)] if claimed else []
-            attempts.append((self.settings.bootstrap_token, _TOKEN_TIMEOUT))
-            reply = await self._register(spec, secret, nats_url, attempts)
+            reply = await self._register(spec, secret, nats_url, claimed)
             self.created = reply.managed_cluster
             if reply.managed_cluster_status is not None and reply.managed_cluster_status_revision:
                 self.created_status = Versioned(reply.managed_cluster_status, reply.managed_cluster_status_revision)
@@ -203,7 +200,7 @@ class Enrollment:
         return saved
 
     async def _register(
-        self, spec: ClusterRegistrationRequestSpec, secret: str, nats_url: str, attempts: list[tuple[str, float]]
+        self, spec: ClusterRegistrationRequestSpec, secret: str, nats_url: str, claimed: bool
     ) -> RegistrationReply:
         """Rounds of `_ask` until one is answered: a hub that is down, swamped or refusing is
         asked again after a backoff with full jitter (client-go's bootstrap, too, never gives
@@ -212,34 +209,45 @@ class Enrollment:
         while True:
             try:
                 async with self.settings.gate:
-                    return await self._ask(spec, secret, nats_url, attempts)
+                    return await self._ask(spec, secret, nats_url, self._passwords(secret, claimed))
             except RegistrationDenied:
                 raise
             except Exception as err:  # refused or unanswered: ask again later
                 delay = backoff.next_delay()
                 log.warning("registration.retry", cluster_id=spec.cluster_id, error=repr(err), seconds=round(delay, 1))
                 await asyncio.sleep(delay)
-            # The round may have registered the id before its answer was lost; then a token is
-            # refused for it ("already registered") and only our own secret connects. Token first:
-            # in a storm most ids are still new, and a refused secret counts against our source.
-            token = self.settings.bootstrap_token
-            attempts = [(token, _CLAIMED_TIMEOUT), (secret, _CLAIMED_TIMEOUT)]
+            claimed = True  # the round may have filed the claim before its answer was lost
+
+    def _passwords(self, secret: str, claimed: bool) -> list[tuple[str, float]]:
+        """What one round asks with, in turn, and for how long each. A new id: the token. An id
+        this agent may have claimed already (its secret kept before it asked): the token first,
+        then its own secret. After a crash most kept secrets were never filed (a process keeps
+        its clusters' secrets before they queue to ask, `_REGISTERING_AT_ONCE` at a time), the
+        token is refused only for an id already approved, which its own secret then connects,
+        and every refusal counts against the source the fleet shares: asked with the secret
+        first, a power cut mid-storm cost a fleet behind one address minutes of throttling."""
+        token = self.settings.bootstrap_token
+        if not claimed:
+            return [(token, _TOKEN_TIMEOUT)]
+        return [(token, _CLAIMED_TIMEOUT), (secret, _CLAIMED_TIMEOUT)]
 
     async def _ask(
         self, spec: ClusterRegistrationRequestSpec, secret: str, nats_url: str, attempts: list[tuple[str, float]]
     ) -> RegistrationReply:
-        """Files the request authenticated by each password in turn until one is answered."""
+        """Files the request authenticated by each password in turn until one is answered; a
+        password the server refuses is not tried again in this round."""
         for i, (password, timeout) in enumerate(attempts):
             conn = Connection(await self._link(password, nats_url), "clusternet-agent/register", retry_cap=_RETRY_CAP)
             conn.inbox_prefix = registering_inbox_prefix(spec.cluster_id)
             try:
-                return await request_registration(await conn.connect(timeout), spec, secret, timeout=timeout)
+                nc = await conn.connect(timeout, retry_refused=False)
+                return await request_registration(nc, spec, secret, timeout=timeout)
             except RegistrationDenied:
                 raise
-            except Exception as err:  # refused or unanswered: the hub does not know this secret
+            except Exception as err:  # refused or unanswered: try the next password
                 if i == len(attempts) - 1:
                     raise
-                log.info("registration.retry_with_token", cluster_id=spec.cluster_id, error=repr(err))
+                log.info("registration.next_password", cluster_id=spec.cluster_id, error=repr(err))
             finally:
                 await conn.close(drain=False)  # answered or given up: nothing left to receive
         raise AssertionError("no registration attempt")
