@@ -72,3 +72,39 @@ def cnet(system: System, *args: str) -> subprocess.CompletedProcess[str]:
         timeout=60,
         check=False,
     )
+
+
+APP = """
+apiVersion: v1
+kind: Namespace
+metadata: {{name: {name}}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web, namespace: {name}}}
+spec:
+  replicas: 2
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers: [{{name: web, image: nginx, resources: {{requests: {{cpu: 100m, memory: 64Mi}}}}}}]
+---
+apiVersion: apps.clusternet.io/v1alpha1
+kind: Subscription
+metadata: {{name: {name}, namespace: default}}
+spec:
+  subscribers:
+    - clusterAffinity:
+        matchExpressions: [{{key: clusters.clusternet.io/cluster-id, operator: Exists}}]
+  feeds:
+    - {{apiVersion: v1, kind: Namespace, name: {name}}}
+    - {{apiVersion: apps/v1, kind: Deployment, name: web, namespace: {name}}}
+"""
+
+
+def write_app(tmp_path: Path, name: str) -> Path:
+    """`APP` for a Subscription `name` (its Namespace too), as a file to apply."""
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(APP.format(name=name))
+    return path

@@ -16,41 +16,7 @@ from clusternet_nats.predictor.messages import accommodation_subject
 from clusternet_nats.testing.system import System
 from clusternet_nats.testing.waiting import eventually
 
-from .conftest import APPS, CLUSTERS, HubClient, cnet, owned_by
-
-APP = """
-apiVersion: v1
-kind: Namespace
-metadata: {{name: {name}}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: web, namespace: {name}}}
-spec:
-  replicas: 2
-  selector: {{matchLabels: {{app: web}}}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec:
-      containers: [{{name: web, image: nginx, resources: {{requests: {{cpu: 100m, memory: 64Mi}}}}}}]
----
-apiVersion: apps.clusternet.io/v1alpha1
-kind: Subscription
-metadata: {{name: {name}, namespace: default}}
-spec:
-  subscribers:
-    - clusterAffinity:
-        matchExpressions: [{{key: clusters.clusternet.io/cluster-id, operator: Exists}}]
-  feeds:
-    - {{apiVersion: v1, kind: Namespace, name: {name}}}
-    - {{apiVersion: apps/v1, kind: Deployment, name: web, namespace: {name}}}
-"""
-
-
-def write_app(tmp_path: Path, name: str) -> Path:
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(APP.format(name=name))
-    return path
+from .conftest import APPS, CLUSTERS, HubClient, cnet, owned_by, write_app
 
 
 async def converged(hub: HubClient, name: str, clusters: int = 3) -> dict[str, Any] | None:

@@ -43,6 +43,8 @@ from clusternet_nats.testing.waiting import eventually
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
+from tests.e2e.conftest import write_app
+
 STATUS_BUCKET = by_kind(ManagedCluster.KIND).status_bucket or ""
 HUB_SIDE = ("hub", "scheduler", "deployer", "predictor")
 
@@ -192,35 +194,6 @@ async def test_a_registration_storm_cut_midway_registers_every_cluster_once(depl
     assert "callout.source_throttled" not in deployment.services["hub"].log_path.read_text()
 
 
-APP = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: cut}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: cut}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: web, image: nginx, resources: {requests: {cpu: 10m, memory: 16Mi}}}]
----
-apiVersion: apps.clusternet.io/v1alpha1
-kind: Subscription
-metadata: {name: cut, namespace: default}
-spec:
-  subscribers:
-    - clusterAffinity:
-        matchExpressions: [{key: clusters.clusternet.io/cluster-id, operator: Exists}]
-  feeds:
-    - {apiVersion: v1, kind: Namespace, name: cut}
-    - {apiVersion: apps/v1, kind: Deployment, name: web, namespace: cut}
-"""
-
-
 @pytest.mark.parametrize("deployment", [100], indirect=True)
 async def test_a_rollout_cut_midway_completes_once_per_cluster(deployment: Deployment, tmp_path: Path) -> None:
     assert deployment.nc is not None and deployment.agent is not None
@@ -232,10 +205,8 @@ async def test_a_rollout_cut_midway_completes_once_per_cluster(deployment: Deplo
         written.set()
 
     await deployment.nc.subscribe(f"$KV.{by_kind(Description.KIND).bucket}.>", cb=description_written)
-    manifest = tmp_path / "app.yaml"
-    manifest.write_text(APP)
     cnet = [str(Path(sys.executable).parent / "cnet"), "--config", str(deployment.cnet_config)]
-    apply = [*cnet, "apply", "-f", str(manifest)]
+    apply = [*cnet, "apply", "-f", str(write_app(tmp_path, "cut"))]
     result = await asyncio.to_thread(subprocess.run, apply, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     await asyncio.wait_for(written.wait(), 60)
