@@ -7,6 +7,7 @@ agent still connects, because it reuses its credentials instead of registering a
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from clusternet_nats.agent.statedb import closed, opened
 from clusternet_nats.api.clusters import ClusterSyncMode, ManagedCluster, ManagedClusterStatus
 from clusternet_nats.api.intake import BUCKET_HEADER, FOLLOW
 from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET, NodeInventory
-from clusternet_nats.api.registration import intake_subject, new_secret
+from clusternet_nats.api.registration import APPROVED, intake_subject, new_secret
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.hub.registration.records import token_store
 from clusternet_nats.runtime.service import CommonOptions
@@ -33,7 +34,7 @@ from clusternet_nats.store import ObjectStore, StatusStore
 from clusternet_nats.testing.waiting import eventually
 from nats.aio.msg import Msg
 
-from tests.registration.harness import RegistrationHub
+from tests.registration.harness import RegistrationHub, new_cluster_id, register
 
 
 async def run_agent(hub: RegistrationHub, settings: RegistrationSettings) -> ClusterAgent:
@@ -211,3 +212,30 @@ async def test_an_agent_restarted_before_it_kept_its_approval_registers_with_no_
     assert hub.callout.stats.refused - refused == (1 if filed else 0)
     kept = saved_credentials(tmp_path / "state")["edge"]
     assert (kept.secret, kept.namespace) == (secret, identity.namespace), "the same claimant, now registered"
+
+
+async def test_a_deleted_clusters_agent_left_running_does_not_get_its_address_throttled(
+    hub: RegistrationHub, tmp_path: Path
+) -> None:
+    """Deleting a ManagedCluster revokes its credentials and kicks its agent, which may well go on
+    running. It asks again ever more slowly (runtime/connection.py: REFUSED_BASE, REFUSED_CAP),
+    not four times a second for good: the callout counts every refusal against the address it
+    comes from and refuses the whole address after `source_failures` within `source_window`,
+    which would lock out every other cluster behind it (a site's NAT), a new one too."""
+    agent = await run_agent(hub, RegistrationSettings(await hub.token(), tmp_path / "state"))
+    try:
+        clusters: ObjectStore[ManagedCluster] = ObjectStore(hub.nc.jetstream(), by_kind("ManagedCluster"))
+        refused = hub.callout.stats.refused
+        assert await clusters.delete(agent.identity.namespace, "edge")
+        await eventually(lambda: hub.callout.stats.refused > refused, 10, what="the deleted cluster refused")
+        refused = hub.callout.stats.refused
+        limits = hub.callout.limits
+        await asyncio.sleep(limits.source_window)  # the window the callout counts refusals over
+        assert hub.callout.stats.refused - refused < limits.source_failures // 2
+        assert hub.callout.stats.throttled == 0
+
+        # Another cluster on the same address registers meanwhile.
+        reply, _ = await register(hub.secure.server.url, new_cluster_id(), await hub.token())
+        assert reply.result == APPROVED, reply.error_message
+    finally:
+        await agent.stop()

@@ -29,6 +29,14 @@ log = structlog.get_logger(__name__)
 ERRORS_KEPT = 64
 """Errors a connection remembers, the latest: a link that stays down reports one per reconnect
 attempt, four a second (`reconnect_time_wait`), for as long as it is down."""
+RECONNECT_WAIT = 0.25
+"""Between two reconnects to a server that cannot be reached (nats-py's `reconnect_time_wait`)."""
+REFUSED_BASE, REFUSED_CAP = 0.5, 60.0
+"""Backoff between reconnects the server refuses (a cluster deleted or banned, a hub whose callout
+is not up yet): the first window and the largest, with full jitter. At nats-py's pace a deleted
+cluster's agent left running was refused four times a second for good, and the hub's callout,
+counting every refusal against its source, refused the whole address after 30 in 10 s: every
+other cluster behind it (a site's NAT) that had not connected within the hour, a new one too."""
 
 
 class CredentialsRefused(ConnectionError):
@@ -87,6 +95,7 @@ class Connection:
         """The latest errors nats-py reported (tests read them)."""
         self._refused = False
         """The server refused the credentials since the current connection attempt began."""
+        self._refused_reconnects = Backoff(REFUSED_BASE, REFUSED_CAP)
 
     def on_reconnect(self, callback: Callable[[], None]) -> None:
         self._on_reconnect.append(callback)
@@ -114,7 +123,7 @@ class Connection:
                     # jitter); once connected, forever.
                     allow_reconnect=retry_refused,
                     max_reconnect_attempts=1,
-                    reconnect_time_wait=0.25,
+                    reconnect_time_wait=RECONNECT_WAIT,
                     connect_timeout=2,
                     # A restarted server closes the socket, which is noticed at once; pings only
                     # catch half-open links, and each costs the server: one per 20 s per client.
@@ -165,14 +174,22 @@ class Connection:
 
     async def _error(self, err: Exception) -> None:
         self.errors.append(err)
-        self._refused = self._refused or _refusal(err)
+        refused = _refusal(err)
+        self._refused = self._refused or refused
         log.warning("nats.error", error=repr(err))
+        if refused and self.nc is not None and not self.nc.is_closed:
+            # A reconnect refused (`nc` is set once the first connect succeeded). nats-py reads
+            # its wait before each attempt: paced like every other retry instead.
+            self.nc.options["reconnect_time_wait"] = self._refused_reconnects.next_delay()
 
     async def _disconnected(self) -> None:
         log.info("nats.disconnected")
 
     async def _reconnected(self) -> None:
         log.info("nats.reconnected")
+        if self.nc is not None:
+            self.nc.options["reconnect_time_wait"] = RECONNECT_WAIT
+        self._refused_reconnects.reset()
         for callback in self._on_reconnect:
             callback()
 
