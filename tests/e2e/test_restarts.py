@@ -1,5 +1,5 @@
-"""Kill any one service, or restart NATS, or cut the power to all of it, during a rollout: the
-system converges, nothing is lost and nothing is duplicated."""
+"""Kill any one service, or restart NATS, or cut the power to all of it, during a rollout or a
+deletion: the system converges, nothing is lost and nothing is duplicated."""
 
 from __future__ import annotations
 
