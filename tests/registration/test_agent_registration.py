@@ -20,6 +20,7 @@ from clusternet_nats.agent.registration import (
     LEGACY_CREDENTIALS_FILE,
     Enrollment,
     RegistrationSettings,
+    SavedCredentials,
     saved_credentials,
 )
 from clusternet_nats.agent.statedb import closed, opened
@@ -202,7 +203,8 @@ async def test_an_agent_restarted_before_it_kept_its_approval_registers_with_no_
         secret = saved_credentials(tmp_path / "state")["edge"].secret
     database = opened(tmp_path / "state" / CREDENTIALS_DATABASE)
     try:  # what it kept before asking: its id and secret, no namespace yet
-        await database.put("edge", {"clusterId": identity.cluster_id, "secret": secret})
+        kept_before_asking = SavedCredentials(cluster_id=identity.cluster_id, secret=secret)
+        await database.put("edge", kept_before_asking.model_dump(mode="json", by_alias=True, exclude_none=True))
     finally:
         await closed(database)
 
