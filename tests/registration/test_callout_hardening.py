@@ -37,7 +37,7 @@ from clusternet_nats.api.registry import by_kind
 from clusternet_nats.domain.names import registration_request_name
 from clusternet_nats.hub.registration import permissions
 from clusternet_nats.hub.registration.callout import ExpiringSet, Refused, SourceFailures, source_of
-from clusternet_nats.hub.registration.records import CREDENTIALS_BUCKET, credential_store
+from clusternet_nats.hub.registration.records import CREDENTIALS_BUCKET, ClusterCredential, credential_store
 from clusternet_nats.hub.registration.registrar import approved, placement
 from clusternet_nats.hub.registration.testing import RegistrationHub, secured_hub
 from clusternet_nats.store import JsonBucket, ObjectStore, StatusStore
@@ -217,6 +217,47 @@ async def test_valid_reconnects_survive_a_flood_of_bad_connects(hub: Registratio
         await (await Client().connect(url, fresh, fresh_secret)).close()
 
 
+async def test_a_throttled_source_lets_registered_clusters_in_by_their_secret(hub: RegistrationHub) -> None:
+    """A hub just restarted remembers no granted pair, and a NAT shared with a failing attacker
+    must not lock out the clusters behind it: the informer's copy of the credentials lets a
+    registered cluster's own secret pass, checked in memory. Wrong secrets, unknown ids and a
+    revoked cluster's secret are still refused there without a store read."""
+    callout, source = hub.callout, "127.0.0.3"
+    registered = callout.registered
+    assert registered is not None
+    cluster_id, revoked_id = new_cluster_id(), new_cluster_id()
+    (reply, secret), (revoked_reply, revoked_secret) = [
+        await register(hub.secure.server.url, each, await hub.token()) for each in (cluster_id, revoked_id)
+    ]
+    assert reply.result == revoked_reply.result == APPROVED
+    store = credential_store(hub.nc.jetstream())
+    held = await store.get(revoked_id)
+    assert held is not None
+    await store.put(revoked_id, held.value.model_copy(update={"revoked": True}), held.revision)
+    await eventually(
+        lambda: all((seen := registered.get(each)) is not None and seen.approved for each in (cluster_id, revoked_id))
+        and (seen := registered.get(revoked_id)) is not None
+        and seen.revoked,
+        timeout=10,
+        what="the callout's informer holds both credentials",
+    )
+    for _ in range(callout.limits.source_failures):  # wrong secrets from the source, over the wire
+        assert (await raw_connect(hub.secure.server.port, cluster_id, new_secret(), source)).startswith(VIOLATION)
+    reads = callout.stats.store_reads
+    throttled = f"too many failed attempts from {source}"
+    assert await refusal_from(hub, source) == throttled
+    for user, password in ((cluster_id, new_secret()), (revoked_id, revoked_secret)):
+        with pytest.raises(Refused, match=throttled):
+            await callout.decide(user, password, source)
+    assert callout.stats.store_reads == reads
+    # Never granted with its secret (as after a restart), yet decided as usual: one read.
+    assert await callout.decide(cluster_id, secret, source) == (
+        cluster_id,
+        permissions.cluster(cluster_id, reply.dedicated_namespace or "", "hub"),
+    )
+    assert callout.stats.store_reads == reads + 1
+
+
 async def refusal_from(hub: RegistrationHub, host: str) -> str:
     with pytest.raises(Refused) as refused:
         await hub.callout.decide(new_cluster_id(), new_secret(), host)
@@ -269,6 +310,23 @@ async def test_unknown_ids_are_refused_from_memory_but_not_past_a_registration(h
     reply, secret = await register(hub.secure.server.url, unknown, await hub.token())
     assert reply.result == APPROVED
     await (await Client().connect(hub.secure.server.url, unknown, secret)).close()
+
+
+async def test_a_miss_cached_before_a_registration_does_not_refuse_its_secret(hub: RegistrationHub) -> None:
+    """Someone tries an id with a wrong secret just before it registers (through another hub
+    replica, say: this callout never granted its token): once the informer holds the credential,
+    the cached miss is not believed and the agent's first connection with its secret is granted."""
+    cluster_id, secret = new_cluster_id(), new_secret()
+    assert "no such cluster" in await refusal(hub, cluster_id, new_secret())
+    namespace, name = placement(ClusterRegistrationRequestSpec(cluster_id=cluster_id, cluster_name="c"))
+    credential = ClusterCredential(
+        cluster_id=cluster_id, namespace=namespace, name=name, secret_hash=credential_hash(secret), approved=True
+    )
+    await credential_store(hub.nc.jetstream()).put(cluster_id, credential, 0)
+    registered = hub.callout.registered
+    assert registered is not None
+    await eventually(lambda: registered.get(cluster_id) is not None, timeout=10, what="the informer holds it")
+    assert (await hub.callout.decide(cluster_id, secret))[0] == cluster_id
 
 
 def test_failure_accounting_and_caches_stay_bounded() -> None:

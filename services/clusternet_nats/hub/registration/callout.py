@@ -12,7 +12,10 @@ valid connections: responders share a queue group across hub replicas and answer
 to a bound; a refusal is decided, where it can be, by the shape of the credentials, by short-lived
 negative caches of unknown token and cluster ids, or by the source's recent failures, all before
 any store read. A source that failed too often is refused at once, except for a user and password
-that were granted recently, so its valid clusters keep reconnecting.
+that were granted recently, or a registered cluster's own secret: the hub's informer of the
+credentials holds each secret's hash, so its valid clusters keep reconnecting from a failing
+source (a NAT shared with an attacker) after a hub restart too, and wrong secrets still cost no
+store read.
 """
 
 from __future__ import annotations
@@ -33,9 +36,9 @@ from clusternet_nats.api.subjects import AUTH_REQUEST
 from clusternet_nats.hub.registration import jwt, permissions
 from clusternet_nats.hub.registration.penalties import Penalties
 from clusternet_nats.hub.registration.permissions import Permissions
-from clusternet_nats.hub.registration.records import TOKEN_PATTERN, credential_store, token_store
+from clusternet_nats.hub.registration.records import TOKEN_PATTERN, ClusterCredential, credential_store, token_store
 from clusternet_nats.runtime.responder import Failure, Responder, Unanswerable
-from clusternet_nats.store import StatusStore
+from clusternet_nats.store import Informer, StatusStore
 from clusternet_nats.store.kv import Versioned
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -189,12 +192,16 @@ class AuthCallout:
         limits: FloodLimits | None = None,
         servers: frozenset[str] | None = None,
         penalties: Penalties | None = None,
+        registered: Informer[ClusterCredential] | None = None,
     ) -> None:
         self.auth_nc, self.issuer_seed, self.account, self.ttl = auth_nc, issuer_seed, account, ttl
         self.domain, self.queue, self.servers = domain, queue, servers
         self.limits = limits or FloodLimits()
         self.penalties = penalties or Penalties()
         """Clusters banned for flooding the hub (penalties.py): refused until the ban ends."""
+        self.registered = registered
+        """The process's informer of the credentials: a throttled source's registered clusters pass
+        by their secret, checked in memory (None: only pairs granted recently pass)."""
         self._issuer = jwt.public_key(issuer_seed)
         self.tokens = token_store(js)
         self.credentials = credential_store(js)
@@ -278,7 +285,7 @@ class AuthCallout:
         now = time.monotonic()
         pair = _pair(user, password)
         source = source_of(host) if host else ""
-        if source and self._failures.throttled(source, now) and not self._known_good.has(pair, now):
+        if source and self._failures.throttled(source, now) and not self._passes_throttle(pair, user, password, now):
             self.stats.throttled += 1
             raise Refused(f"too many failed attempts from {source}")
         try:
@@ -291,6 +298,19 @@ class AuthCallout:
             raise
         self._known_good.add(pair, now)
         return decided
+
+    def _passes_throttle(self, pair: str, user: str, password: str, now: float) -> bool:
+        """Granted within the hour, or the secret of a registered cluster that is not revoked (by
+        the informer's copy: no store read, so a flood of wrong secrets still costs none)."""
+        if self._known_good.has(pair, now):
+            return True
+        held = self._held(user)
+        if held is None or held.revoked:
+            return False
+        return hmac.compare_digest(credential_hash(password), held.secret_hash)
+
+    def _held(self, cluster_id: str) -> ClusterCredential | None:
+        return self.registered.get(cluster_id) if self.registered is not None else None
 
     async def _as_token_holder(self, cluster_id: str, token: str, token_id: str, now: float) -> tuple[str, Permissions]:
         """A bootstrap token registers a new cluster id, or asks again about a pending one; a
@@ -318,7 +338,8 @@ class AuthCallout:
         """A cluster's own secret: its permissions once approved, and until then registration's,
         so an agent restarted while its request is Pending keeps asking with its own secret."""
         wrong = f"cluster {cluster_id}: no such cluster or wrong secret"
-        if self._unknown_clusters.has(cluster_id, now):
+        if self._unknown_clusters.has(cluster_id, now) and self._held(cluster_id) is None:
+            # A miss cached before the id registered is stale once the informer holds it: read.
             raise Refused(wrong)
         found = await self._read(self.credentials, cluster_id)
         if found is None:

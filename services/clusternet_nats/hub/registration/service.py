@@ -13,7 +13,11 @@ from pathlib import Path
 from clusternet_nats.hub.intake import Intake
 from clusternet_nats.hub.registration.callout import DEFAULT_CREDENTIAL_TTL, AuthCallout
 from clusternet_nats.hub.registration.penalties import Penalties
-from clusternet_nats.hub.registration.records import ensure_registration_buckets
+from clusternet_nats.hub.registration.records import (
+    CREDENTIALS_BUCKET,
+    ClusterCredential,
+    ensure_registration_buckets,
+)
 from clusternet_nats.hub.registration.registrar import Registrar
 from clusternet_nats.hub.registration.revoker import Revoker
 from clusternet_nats.hub.registration.tokenfile import store_token_file
@@ -56,6 +60,7 @@ async def build_registration(ctx: ServiceContext, options: RegistrationOptions) 
         ttl=options.credential_ttl,
         domain=options.jetstream_domain,
         penalties=penalties,
+        registered=ctx.records(CREDENTIALS_BUCKET, ClusterCredential),  # the intake's informer, shared
     )
     await callout.start()
     await Registrar(ctx.nc, ctx.js, options.manual_approval, cluster_init=options.cluster_init).start()
