@@ -159,6 +159,46 @@ async def test_feeds_become_manifests(parent: Parent, bridge: None, js: JetStrea
     await parent.kubectl("delete", "subs", "app", "-n", unique_ns, "--timeout=30s")
 
 
+async def test_what_the_parent_allocated_to_a_feed_stays_there(
+    parent: Parent, bridge: None, js: JetStreamContext, unique_ns: str
+) -> None:
+    """A Service's cluster IP and node ports, a Job's controller-uid selector and labels: the
+    parent's apiserver allocated them, a child would refuse them (an address outside its range, a
+    selector it did not generate). The Manifests carry the feeds trimmed as Clusternet's shadow
+    API trims them."""
+    manifests = store(js, Manifest.KIND)
+    await parent.kubectl("create", "namespace", unique_ns)
+    await parent.kubectl("create", "service", "nodeport", "web", "-n", unique_ns, "--tcp=80:8080")
+    await parent.kubectl("create", "job", "once", "-n", unique_ns, "--image=busybox")
+    live_service = await parent.get("service", "web", "-n", unique_ns)
+    live_job = await parent.get("job", "once", "-n", unique_ns)
+    assert live_service is not None and live_job is not None
+    assert live_service["spec"]["clusterIP"] and live_service["spec"]["ports"][0]["nodePort"]
+    assert "batch.kubernetes.io/controller-uid" in live_job["spec"]["selector"]["matchLabels"]
+    await parent.apply(
+        subscription(
+            unique_ns,
+            f"{{apiVersion: v1, kind: Service, name: web, namespace: {unique_ns}}}",
+            f"{{apiVersion: batch/v1, kind: Job, name: once, namespace: {unique_ns}}}",
+        )
+    )
+
+    async def manifest(name: str) -> Any:
+        return await manifests.get("clusternet-reserved", name)
+
+    service = await eventually(lambda: manifest(f"services.{unique_ns}.web"), timeout=20, what="service manifest")
+    spec = service.template["spec"]
+    assert spec["type"] == "NodePort" and not {"clusterIP", "clusterIPs"} & set(spec)
+    assert [port.get("nodePort") for port in spec["ports"]] == [None]
+    assert [port["targetPort"] for port in spec["ports"]] == [8080]  # what the user asked for stays
+    job = await eventually(lambda: manifest(f"jobs.{unique_ns}.once"), timeout=20, what="job manifest")
+    allocated = {"controller-uid", "batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name"}
+    assert not allocated & set(job.template["spec"]["selector"].get("matchLabels") or {})
+    assert not allocated & set(job.template["spec"]["template"]["metadata"].get("labels") or {})
+    assert job.template["spec"]["template"]["spec"]["containers"][0]["image"] == "busybox"
+    await parent.kubectl("delete", "subs", "app", "-n", unique_ns, "--timeout=30s")
+
+
 async def _absent(manifests: ObjectStore[Any], name: str) -> bool:
     return await manifests.get("clusternet-reserved", name) is None
 

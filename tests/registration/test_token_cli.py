@@ -7,8 +7,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 from clusternet_nats.api.meta import utcnow
+from clusternet_nats.api.registration import BOOTSTRAP_TOKEN_PATTERN
 from clusternet_nats.cli.main import app
-from clusternet_nats.hub.registration.records import TOKEN_PATTERN, ensure_registration_buckets, token_store
+from clusternet_nats.hub.registration.records import ensure_registration_buckets, token_store
 from clusternet_nats.hub.testing import ServedHub, running_hub
 from clusternet_nats.testing.natsserver import NatsServer
 from nats.js import JetStreamContext
@@ -33,7 +34,7 @@ async def test_create_list_revoke(hub: ServedHub, js: JetStreamContext) -> None:
     created = await cnet(hub, "token", "create", "--ttl", "3600", "--description", "edge sites")
     assert created.exit_code == 0, created.output
     token = created.output.strip()
-    match = TOKEN_PATTERN.match(token)
+    match = BOOTSTRAP_TOKEN_PATTERN.match(token)
     assert match, token
     token_id = match.group(1)
     stored = await token_store(js).get(token_id)

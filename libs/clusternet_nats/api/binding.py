@@ -33,7 +33,9 @@ class SubscriptionBinding(Model):
 
 
 def spec_hash(spec: Model) -> int:
-    """A stable hash of a Subscription's spec, as Clusternet's specHash: FNV-1a 32 of its JSON."""
+    """A stable hash of a Subscription's spec: FNV-1a 32, Clusternet's specHash algorithm, of our
+    sorted JSON (not Go's dump of its JSON), so the value differs from Clusternet's: it is only
+    ever compared with another of ours (the binding's against the current spec)."""
     data = json.dumps(spec.to_json_dict(), sort_keys=True, separators=(",", ":")).encode()
     h = 0x811C9DC5
     for byte in data:

@@ -511,15 +511,22 @@ class Feed(Model):
 
 
 def set_condition(conditions: list[Condition], new: Condition) -> list[Condition]:
-    """Replaces the condition of the same type, keeping lastTransitionTime when status is unchanged."""
+    """Replaces the condition of the same type where it stands (a new type is appended), keeping
+    lastTransitionTime when status is unchanged: Clusternet's UpdateConditions, so an update
+    leaves the list's order as it was and an unchanged condition leaves it equal."""
     out: list[Condition] = []
+    replaced = False
     for cond in conditions:
-        if cond.type == new.type:
-            if cond.status == new.status:
-                new = new.model_copy(update={"last_transition_time": cond.last_transition_time})
+        if cond.type != new.type:
+            out.append(cond)
             continue
-        out.append(cond)
-    out.append(new)
+        if cond.status == new.status:
+            new = new.model_copy(update={"last_transition_time": cond.last_transition_time})
+        if not replaced:
+            out.append(new)
+            replaced = True
+    if not replaced:
+        out.append(new)
     return out
 
 

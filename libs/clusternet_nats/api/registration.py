@@ -9,6 +9,7 @@ Each identity reads replies on its own inbox prefix, so no user ever needs `_INB
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 from datetime import datetime
 
@@ -25,6 +26,9 @@ from clusternet_nats.api.subjects import (
 )
 from pydantic import Field
 
+BOOTSTRAP_TOKEN_PATTERN = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
+"""A bootstrap token, `<id>.<secret>` as Kubernetes' (k8s.io/cluster-bootstrap); group 1 is its id.
+The hub's callout and token file and the agent's flag check all read it here."""
 BOOTSTRAP_TOKENS_PATH = "/apis/registration.clusternet-nats.io/v1/bootstraptokens"
 """The hub's HTTP path for creating (POST), listing (GET) and revoking (DELETE .../<id>) tokens."""
 APPROVALS_PATH = "/apis/registration.clusternet-nats.io/v1/approvals"

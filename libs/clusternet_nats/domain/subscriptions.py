@@ -10,13 +10,15 @@ current spec (its specHash), as Clusternet's deployer waits for the scheduler.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from clusternet_nats.api.apps import Subscription, SubscriptionStatus
 from clusternet_nats.api.binding import SubscriptionBinding, spec_hash
 from clusternet_nats.api.meta import KubeObject
 from clusternet_nats.api.registry import KindInfo
 from pydantic import BaseModel
+
+_T = TypeVar("_T")
 
 
 def has_binding(info: KindInfo) -> bool:
@@ -49,3 +51,24 @@ def with_binding(status: BaseModel, binding: SubscriptionBinding, obj: KubeObjec
         "draining_clusters": binding.draining_clusters or None,
     }
     return status.model_copy(update=update)
+
+
+def in_cluster_order(binding: SubscriptionBinding) -> SubscriptionBinding:
+    """`binding` with its clusters in name order, each feed's replicas and predictions following
+    their cluster (Clusternet's DefaultBinder sorts its TargetClusters so before it writes them)."""
+    clusters = binding.binding_clusters
+    order = sorted(range(len(clusters)), key=clusters.__getitem__)
+    if order == list(range(len(clusters))):
+        return binding
+
+    def follow(values: list[_T]) -> list[_T]:
+        # A feed that is not divided has no replicas per cluster ([]): nothing to reorder.
+        return [values[i] for i in order] if len(values) == len(clusters) else values
+
+    return binding.model_copy(
+        update={
+            "binding_clusters": [clusters[i] for i in order],
+            "replicas": {feed: follow(values) for feed, values in binding.replicas.items()},
+            "predicted_replicas": {feed: follow(values) for feed, values in binding.predicted_replicas.items()},
+        }
+    )

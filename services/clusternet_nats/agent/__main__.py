@@ -17,7 +17,7 @@ from clusternet_nats.agent.collector import (
 )
 from clusternet_nats.agent.heartbeat import DEFAULT_REPORT_FREQUENCY
 from clusternet_nats.agent.identity import parse_labels, parse_labels_cycle
-from clusternet_nats.agent.registration import RegistrationSettings, registered_process
+from clusternet_nats.agent.registration import RegistrationSettings, bootstrap_token_problem, registered_process
 from clusternet_nats.agent.service import Agent, AgentOptions, Backend, with_cluster_id
 from clusternet_nats.api.clusters import ClusterSyncMode
 from clusternet_nats.api.meta import Taint
@@ -57,9 +57,16 @@ def _open_files_for(clusters: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def _option(flag: str, help_: str) -> Any:
+def _bootstrap_token(token: str | None) -> str | None:
+    """Checked while the flags are parsed, as Clusternet's agent checks it before anything else."""
+    if token and (problem := bootstrap_token_problem(token)):
+        raise typer.BadParameter(problem)
+    return token
+
+
+def _option(flag: str, help_: str, callback: Any = None) -> Any:
     env = "CNET_AGENT_" + flag.removeprefix("--").upper().replace("-", "_")
-    return typer.Option(flag, envvar=env, help=help_)
+    return typer.Option(flag, envvar=env, help=help_, callback=callback)
 
 
 @app.command()
@@ -114,7 +121,8 @@ def agent(
         typer.Option(envvar="CNET_KUBECONFIG", help="The kube backend's cluster (default: in-cluster config)."),
     ] = None,
     bootstrap_token: Annotated[
-        str | None, _option("--bootstrap-token", "Register with this token (needs --state-dir for credentials).")
+        str | None,
+        _option("--bootstrap-token", "Register with this token (needs --state-dir for credentials).", _bootstrap_token),
     ] = None,
     hub_leaf_url: Annotated[
         str | None, _option("--hub-leaf-url", "Run a leaf node per cluster dialling the hub's leaf port (tls://...).")

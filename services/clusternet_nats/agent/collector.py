@@ -110,6 +110,8 @@ class StatusCollector:
             capacity=facts.capacity,
             allocatable=facts.allocatable,
             resource_usage=ResourceUsage(cpu_usage=facts.cpu_usage, memory_usage=facts.memory_usage),
+            service_cidr=facts.service_cidr,
+            cluster_cidr=facts.cluster_cidr,
             node_statistics=NodeStatistics(
                 ready_nodes=facts.ready_nodes,
                 not_ready_nodes=facts.not_ready_nodes,

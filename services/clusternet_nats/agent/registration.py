@@ -15,6 +15,7 @@ import asyncio
 import dataclasses
 import json
 import random
+import re
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ from clusternet_nats.api.clusters import (
 from clusternet_nats.api.meta import Model
 from clusternet_nats.api.registration import (
     APPROVED,
+    BOOTSTRAP_TOKEN_PATTERN,
     PENDING,
     RegistrationReply,
     RegistrationRequest,
@@ -68,6 +70,28 @@ after a refusal or a timeout: the first window, and the largest."""
 _ROUND_BASE, _ROUND_CAP = 1.0, 60.0
 """Backoff between whole registration rounds (each: own secret, then token) that all failed."""
 _REGISTERING_AT_ONCE = 32
+
+SERVICE_ACCOUNT_TOKEN = re.compile(r"[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*")
+"""What Clusternet's agent takes for a ServiceAccount token (anywhere in the text, as Go's
+`MatchString` finds it: pkg/agent/options, serviceAccountTokenFmt)."""
+
+
+def bootstrap_token_problem(token: str) -> str | None:
+    """Why a `--bootstrap-token` cannot register, or None; Clusternet's agent, too, refuses to start
+    with a token of neither form. A ServiceAccount token, which Clusternet's agent also accepts
+    (one of the parent cluster's), is refused: our hub's auth callout registers clusters with
+    bootstrap tokens only, so the agent would be refused by the hub forever. The token itself is
+    never repeated: it may be a secret mistyped."""
+    if BOOTSTRAP_TOKEN_PATTERN.fullmatch(token):
+        return None
+    if SERVICE_ACCOUNT_TOKEN.search(token):
+        return (
+            "a ServiceAccount token is not accepted; the hub registers clusters with bootstrap tokens"
+            " only ([a-z0-9]{6}.[a-z0-9]{16}, from `cnet token create`)"
+        )
+    return "not a bootstrap token; expected [a-z0-9]{6}.[a-z0-9]{16}"
+
+
 log = structlog.get_logger(__name__)
 
 

@@ -7,11 +7,14 @@ object is published to NATS, so an object that did not change publishes nothing.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from clusternet_nats.api import KubeObject, ObjectError, ObjectErrors, parse_object
+from clusternet_nats.api.loader import CLUSTERNET_GROUPS
 from clusternet_nats.api.yamljson import DecodeError, bounded
 from clusternet_nats.domain.admission import refusals
+from clusternet_nats.domain.trimming import api_group, trim
 from clusternet_nats.kube.rest import Json
 from clusternet_nats.store import object_key
 
@@ -41,14 +44,20 @@ def metadata(obj: Json) -> dict[str, Any]:
 
 
 def user_intent(obj: Json, keep: tuple[str, ...]) -> Json:
-    """The object without what the apiserver added: status, versions, managed fields, finalizers."""
+    """The object without what the apiserver added: status, versions, managed fields, finalizers;
+    a feed also without what the parent's controllers allocated to it (domain/trimming.py: a
+    Service's cluster IPs and node ports, a Job's controller-uid selector), which a child would
+    refuse."""
     meta = {k: v for k, v in metadata(obj).items() if k in keep}
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != LAST_APPLIED}
     if annotations:
         meta["annotations"] = annotations
     else:
         meta.pop("annotations", None)
-    return {**{k: v for k, v in obj.items() if k not in ("metadata", "status")}, "metadata": meta}
+    intent = {**{k: v for k, v in obj.items() if k not in ("metadata", "status")}, "metadata": meta}
+    if api_group(intent) in CLUSTERNET_GROUPS:
+        return intent
+    return trim(copy.deepcopy(intent))  # a copy: trimming is in place, and `obj` is the informer's
 
 
 def to_model(obj: Json, keep: tuple[str, ...] = OUR_KIND_METADATA) -> KubeObject:

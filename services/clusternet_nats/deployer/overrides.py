@@ -5,7 +5,9 @@ without NATS. Order: every matching Globalization (clusterAffinity selecting the
 = all clusters) by ascending priority, then the cluster's Localizations by ascending priority, so
 the highest priority is applied last and wins. Clusternet's quirks are kept on purpose: a JSON
 patch whose target path does not exist leaves the object unchanged; the first non-JSONPatch
-override of an empty document becomes the document (that is how Helm values start). Values and
+override of an empty document becomes the document (that is how Helm values start); after the
+given overrides, Clusternet's default overrides always remove metadata.managedFields,
+metadata.uid and status (`IGNORED_FIELDS`, from Helm values too, as Clusternet does). Values and
 the fields they patch are read by api/yamljson.py, so a timestamp stays the string it was.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -35,6 +38,11 @@ from jsonpointer import JsonPointer, JsonPointerException
 
 MAX_JSON_PATCH_OPERATIONS = 10000
 _FIELD_INDENT = 4
+IGNORED_FIELDS = ("/metadata/managedFields", "/metadata/uid", "/status")
+"""What Clusternet's defaultOverrideConfigs (ignore-metadata-managedFields, ignore-metadata-uid,
+ignore-status) remove from the generic document after every other override."""
+_IGNORED_PARTS = tuple(JsonPointer(pointer).parts for pointer in IGNORED_FIELDS)
+_ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*")
 
 
 @dataclass(frozen=True)
@@ -109,7 +117,25 @@ def apply_overrides(overrides: Iterable[SourcedOverride], generic: Any = None, c
             generic = value
             continue
         generic, chart = _apply_one(override, value, generic, chart)
-    return generic, chart
+    return _without_ignored_fields(generic), chart
+
+
+def _without_ignored_fields(doc: Any) -> Any:
+    """Clusternet's default JSON patches removing `IGNORED_FIELDS`; an absent one is no change."""
+    for parts in _IGNORED_PARTS:
+        doc = _without(doc, parts)
+    return doc
+
+
+def _without(doc: Any, parts: Sequence[str]) -> Any:
+    """`doc` less the member at `parts`, copying only the mappings on the way; `doc` itself if absent."""
+    if not parts or not isinstance(doc, dict) or parts[0] not in doc:
+        return doc
+    head, rest = parts[0], parts[1:]
+    if not rest:
+        return {key: value for key, value in doc.items() if key != head}
+    inner = _without(doc[head], rest)
+    return doc if inner is doc[head] else {**doc, head: inner}
 
 
 def _parse_value(override: SourcedOverride) -> Any:
@@ -178,14 +204,7 @@ def _decode_json_patch(override: SourcedOverride, operations: Any) -> jsonpatch.
 def _field_patch(override: SourcedOverride, doc: Any, patch: Callable[[Any], Any]) -> Any:
     """Patches the JSON or YAML text held in the string field at `fieldPath`, in its own format."""
     path = override.config.field_path or ""
-    if not path.startswith("/"):
-        raise OverrideError(override, "fieldPath must be a JSON pointer starting with /")
-    try:
-        text = JsonPointer(path).resolve(doc)
-    except JsonPointerException as err:
-        raise OverrideError(override, f"field not found: {err}") from None
-    if not isinstance(text, str):
-        raise OverrideError(override, f"field is a {type(text).__name__}, not a string")
+    text = _find_field(override, doc, path)
     if not text:
         return doc
     field_format = override.config.field_format
@@ -208,3 +227,47 @@ def _field_patch(override: SourcedOverride, doc: Any, patch: Callable[[Any], Any
     result = copy.deepcopy(doc)
     JsonPointer(path).set(result, rendered)
     return result
+
+
+def _find_field(override: SourcedOverride, doc: Any, path: str) -> str:
+    """Clusternet's findField: the string at JSON pointer `path`; where the walk stops is an error
+    naming the place, never echoing the document (a ConfigMap's data may be a secret)."""
+    if not path.startswith("/"):
+        raise OverrideError(override, "fieldPath must be a JSON pointer starting with /")
+    try:
+        parts = JsonPointer(path).parts
+    except JsonPointerException as err:
+        raise OverrideError(override, f"fieldPath is not a JSON pointer: {err}") from None
+    current, tokens = doc, path.split("/")[1:]
+    for depth, part in enumerate(parts):
+        where = "/" + "/".join(tokens[:depth])
+        if isinstance(current, dict):
+            if part not in current:
+                raise OverrideError(override, f"field not found: no member {part!r} in the object at {where}")
+            current = current[part]
+        elif isinstance(current, list):
+            if not _ARRAY_INDEX.fullmatch(part):
+                raise OverrideError(override, f"field not found: {part!r} is not an index of the array at {where}")
+            if int(part) >= len(current):
+                raise OverrideError(
+                    override,
+                    f"field not found: index {part} is past the end of the array at {where} ({len(current)} items)",
+                )
+            current = current[int(part)]
+        else:
+            raise OverrideError(override, f"field not found: {_json_type(current)} at {where} has no member {part!r}")
+    if not isinstance(current, str):
+        raise OverrideError(override, f"field is {_json_type(current)}, not a string")
+    return current
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"

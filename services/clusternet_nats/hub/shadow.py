@@ -21,12 +21,23 @@ Two entry points:
 
 Clusternet mirrors every resource of its parent cluster under shadow/v1alpha1; without a parent
 to ask, ours lists the kinds the stored Manifests hold, with Kubernetes' short names and `all`
-category for the built-in ones.
+category for the built-in ones, each resource once, at the version Clusternet would serve it from
+(`apiversions.normalize_api_group_resources`).
+
+As Clusternet's (pkg/hub/registry/shadow/template), every write here stores the object trimmed of
+what a cluster sets on it (`domain/trimming.py`: creationTimestamp, managedFields, resourceVersion, selfLink,
+status; a Service's allocated cluster IPs, node ports and health check node port; a Job's
+controller-uid selector and labels), and every read answers the template with the Manifest's
+generation, uid, resourceVersion, creation and deletion stamps and feed-protection annotation
+(`template`). Manifests are named `<resource>.<namespace>.<name>`, or `<resource>.<name>` for a
+cluster-scoped kind (`manifest_name`).
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -37,10 +48,20 @@ from clusternet_nats.api.builtin_kinds import (
     builtin_by_plural,
     builtin_group_versions,
 )
-from clusternet_nats.api.labels import CONFIG_GROUP, CONFIG_KIND, CONFIG_NAME, CONFIG_NAMESPACE, RESERVED_NAMESPACE
-from clusternet_nats.api.loader import guess_resource
+from clusternet_nats.api.labels import (
+    CONFIG_GROUP,
+    CONFIG_KIND,
+    CONFIG_NAME,
+    CONFIG_NAMESPACE,
+    CONFIG_VERSION,
+    RESERVED_NAMESPACE,
+)
+from clusternet_nats.api.loader import CLUSTERNET_GROUPS, guess_resource
 from clusternet_nats.api.paths import SHADOW_OBJECTS_PATH, collection_path, object_path
+from clusternet_nats.domain.finalizers import FEED_PROTECTION_ANNOTATION
 from clusternet_nats.domain.patches import strategic_merge
+from clusternet_nats.domain.trimming import api_group, trim
+from clusternet_nats.hub.apiversions import normalize_api_group_resources
 from clusternet_nats.hub.apply import merge
 from clusternet_nats.hub.auth.gate import authorize_as, authorizes_itself
 from clusternet_nats.hub.bodies import decode, dry_run, parse, read_body
@@ -63,6 +84,7 @@ SHADOW_GROUP, SHADOW_VERSION = SHADOW_OBJECTS_PATH.split("/")[2:4]
 SHADOW_BASE = f"/apis/{SHADOW_GROUP}/{SHADOW_VERSION}"
 MANIFESTS = by_kind(Manifest.KIND)
 
+
 @dataclass(frozen=True)
 class ShadowResource(KubernetesNames):
     """One kind users have applied, as the shadow group serves it."""
@@ -79,15 +101,35 @@ def _is_shadowed(manifest: KubeObject) -> bool:
 
 
 async def shadow_resources(views: ObjectViews) -> list[ShadowResource]:
-    """The kinds the Manifests in clusternet-reserved hold, sorted by resource name."""
-    found: dict[str, ShadowResource] = {}
+    """The kinds the Manifests in clusternet-reserved hold, sorted by resource name: a resource held
+    in several versions of its group is listed once, as the preferred (Kubernetes' built-in group
+    versions) or else highest version has it, as Clusternet's shadow apiserver does."""
+    versioned: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
     for manifest in await views.list(MANIFESTS, RESERVED_NAMESPACE):
         if _is_shadowed(manifest):
             labels = manifest.metadata.labels or {}
             kind = labels[CONFIG_KIND]
-            resource = ShadowResource(kind, guess_resource(kind), bool(labels.get(CONFIG_NAMESPACE)))
-            found.setdefault(resource.plural, resource)
+            entry: dict[str, Any] = {
+                "name": guess_resource(kind),
+                "kind": kind,
+                "namespaced": bool(labels.get(CONFIG_NAMESPACE)),
+            }
+            versions = versioned.setdefault(labels.get(CONFIG_GROUP, ""), {})
+            versions.setdefault(labels.get(CONFIG_VERSION, ""), {}).setdefault(entry["name"], entry)
+    preferred = {group: version for group, version in builtin_group_versions()}
+    found: dict[str, ShadowResource] = {}
+    for group in sorted(versioned):
+        listed = {version: list(entries.values()) for version, entries in versioned[group].items()}
+        for entry in normalize_api_group_resources(group, preferred.get(group, ""), listed):
+            found.setdefault(entry["name"], ShadowResource(entry["kind"], entry["name"], entry["namespaced"]))
     return sorted(found.values(), key=lambda r: r.plural)
+
+
+def manifest_name(plural: str, namespace: str | None, name: str, namespaced: bool) -> str:
+    """The Manifest that holds an object written through the shadow API: `<resource>.<namespace>.<name>`,
+    or `<resource>.<name>` for a cluster-scoped resource (resources and namespaces have no dots, so
+    the name cannot be ambiguous)."""
+    return f"{plural}.{namespace}.{name}" if namespaced else f"{plural}.{name}"
 
 
 class Shadow:
@@ -183,7 +225,8 @@ class Shadow:
             assert manifest is not None
             patched = await apply_patch(template(manifest), content_type, raw)
         metadata = {k: v for k, v in (patched.get("metadata") or {}).items() if k not in _SERVER_METADATA}
-        stored = _as_manifest(request, {**patched, "metadata": metadata})
+        # a copy: trimming is in place, and the patched object shares values with the stored one
+        stored = _as_manifest(request, copy.deepcopy({**patched, "metadata": metadata}))
         if manifest is None:
             return _written_template(await self.writer.create(MANIFESTS, stored, dry_run(request)))
         stored.metadata.resource_version = manifest.metadata.resource_version
@@ -201,8 +244,8 @@ class Shadow:
         namespace, name = request.match_info.get("namespace"), request.match_info["name"]
         if resource.namespaced and namespace is None:
             raise no_such_path()
-        manifest_name = f"{resource.plural}.{namespace}.{name}" if resource.namespaced else f"{resource.plural}.{name}"
-        manifest = await self.views.get(MANIFESTS, RESERVED_NAMESPACE, manifest_name)
+        held = manifest_name(resource.plural, namespace, name, resource.namespaced)
+        manifest = await self.views.get(MANIFESTS, RESERVED_NAMESPACE, held)
         if manifest is None or not _is_shadowed(manifest):
             message = f'{resource.plural}.{SHADOW_GROUP} "{name}" not found'
             details = {"name": name, "group": SHADOW_GROUP, "kind": resource.plural}
@@ -211,8 +254,11 @@ class Shadow:
 
 
 async def _authorized_body(request: web.Request, named: bool) -> KubeObject:
-    """The object a write to the objects path carries, once the user may write it there."""
+    """The object a write to the objects path carries, once the user may write it there; any kind
+    but Clusternet's own is trimmed as the shadow API stores it."""
     body = await read_body(request)
+    if api_group(body) not in CLUSTERNET_GROUPS:
+        trim(body)
     obj = parse(body)
     await authorize_as(request, request.method, shadow_path(body, obj, named=named))
     return obj
@@ -226,8 +272,9 @@ async def _manifest_at_path(request: web.Request) -> KubeObject:
 
 
 def _as_manifest(request: web.Request, sent: dict[str, Any]) -> KubeObject:
-    """The Manifest holding `sent` once it agrees with the path, or a 400 for one of our kinds."""
-    body = _agree_with_path(request, sent)
+    """The Manifest holding `sent` (trimmed, in place) once it agrees with the path, or a 400 for
+    one of our kinds."""
+    body = trim(_agree_with_path(request, sent))
     manifest = parse(body)
     if body.get("kind") == manifest.kind:
         raise bad_request(f"{manifest.kind} is served at its own path, not by the shadow API", "kind")
@@ -288,20 +335,36 @@ def _selectable(obj: dict[str, Any]) -> KubeObject:
     return KubeObject.model_construct(api_version=obj.get("apiVersion", ""), kind=obj.get("kind", ""), metadata=meta)
 
 
+def _stamp(value: Any) -> Any:
+    return value.isoformat().replace("+00:00", "Z") if isinstance(value, datetime) else value
+
+
 def template(manifest: KubeObject) -> dict[str, Any]:
-    """The object as the user applied it, with the Manifest's identity (uid, resourceVersion,
-    creation time) since that is what the hub stores of it."""
+    """The object as the shadow API answers it (Clusternet's transformManifest): the template with
+    the Manifest's generation, creationTimestamp, resourceVersion, uid, deletionGracePeriodSeconds
+    and deletionTimestamp (each removed where the Manifest has none), since that is what the hub
+    stores of it, and the Manifest's feed-protection annotation, which says why it is not deleted."""
     assert isinstance(manifest, Manifest)
     obj = dict(manifest.template)
     metadata = dict(obj.get("metadata") or {})
     stored = manifest.metadata
     for key, value in (
-        ("uid", stored.uid),
-        ("resourceVersion", stored.resource_version),
+        ("generation", stored.generation or None),
         ("creationTimestamp", stored.creation_timestamp),
+        ("resourceVersion", stored.resource_version or None),
+        ("uid", stored.uid or None),
+        ("deletionGracePeriodSeconds", stored.deletion_grace_period_seconds),
+        ("deletionTimestamp", stored.deletion_timestamp),
     ):
-        if value is not None:
-            metadata[key] = value if isinstance(value, str) else value.isoformat().replace("+00:00", "Z")
+        if value is None:
+            metadata.pop(key, None)
+        else:
+            metadata[key] = _stamp(value)
+    protection = (stored.annotations or {}).get(FEED_PROTECTION_ANNOTATION)
+    annotations = metadata.get("annotations")
+    if protection is not None:
+        kept = annotations if isinstance(annotations, dict) else {}
+        metadata["annotations"] = {**kept, FEED_PROTECTION_ANNOTATION: protection}
     obj["metadata"] = metadata
     return obj
 

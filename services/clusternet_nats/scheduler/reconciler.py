@@ -49,6 +49,7 @@ from clusternet_nats.api.inventory import NODE_INVENTORIES_BUCKET
 from clusternet_nats.api.meta import Condition, ConditionStatus
 from clusternet_nats.api.registry import KindInfo
 from clusternet_nats.domain.feeds import feed_key
+from clusternet_nats.domain.subscriptions import in_cluster_order
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.scheduler.algorithm import Decision, schedule
 from clusternet_nats.scheduler.capacity import CapacityTracker, Room, room_of
@@ -273,6 +274,9 @@ class SubscriptionScheduler:
             available = available_replicas(await self._status(key))
             if not replacement_available(binding, ids, available):
                 binding = with_draining(binding, stored, keep)
+        # In the order the DefaultBinder writes (Clusternet's sorts in place, so its caller sees it
+        # too): compared so, a decision in score order is not taken for a change of the stored one.
+        binding = in_cluster_order(binding)
         changed = self.bindings.get(key) != binding
         bound = await framework.run_bind_cycle(sub, binding, self)
         if not bound.is_success:

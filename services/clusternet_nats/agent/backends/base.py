@@ -86,6 +86,10 @@ class ClusterFacts:
     unknown_nodes: int = 0
     lost_nodes: int = 0
     """Nodes reporting no Ready condition at all (Clusternet's LostNodes)."""
+    service_cidr: str | None = None
+    """The services' CIDR, when found (kube/network.py); None: not reported."""
+    cluster_cidr: str | None = None
+    """The pods' CIDR, when found (kube/network.py); None: not reported."""
 
 
 StatusListener = Callable[[str], None]

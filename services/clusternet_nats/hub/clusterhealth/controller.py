@@ -34,6 +34,7 @@ from clusternet_nats.api.meta import ConditionStatus, KubeObject, Taint, TaintEf
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.api.subjects import HEARTBEAT
 from clusternet_nats.domain.readiness import ready_of, unknown
+from clusternet_nats.domain.taints import add_or_update_taint, remove_taint
 from clusternet_nats.hub.clusterconditions import cluster_conditions
 from clusternet_nats.hub.clusterhealth.deadlines import Deadlines
 from clusternet_nats.runtime.metrics import count_by
@@ -62,15 +63,17 @@ def deadline(cluster: ManagedCluster, status: ManagedClusterStatus | None, heard
     return (since + grace).timestamp()
 
 
+UNSCHEDULABLE = Taint(key=known.UNSCHEDULABLE_TAINT, effect=TaintEffect.NO_SCHEDULE)
+"""The taint of a cluster whose Ready is not True; its value is the condition's reason."""
+
+
 def wanted_taint(status: ManagedClusterStatus | None) -> Taint | None:
+    """The unschedulable taint the cluster should carry, if any: without timeAdded, as
+    Clusternet's (Kubernetes writes it for NoExecute taints only)."""
     ready = ready_of(status)
     if ready is None or ready.status is ConditionStatus.TRUE:
         return None
-    return Taint(key=known.UNSCHEDULABLE_TAINT, effect=TaintEffect.NO_SCHEDULE, value=ready.reason, time_added=utcnow())
-
-
-def _is_ours(taint: Taint) -> bool:
-    return taint.key == known.UNSCHEDULABLE_TAINT and taint.effect == TaintEffect.NO_SCHEDULE
+    return UNSCHEDULABLE.model_copy(update={"value": ready.reason})
 
 
 class ClusterHealth:
@@ -200,12 +203,12 @@ class ClusterHealth:
     async def _taint(self, cluster: ManagedCluster, status: ManagedClusterStatus | None) -> None:
         taint = wanted_taint(status)
         taints = cluster.spec.taints or []
-        present = next((t for t in taints if _is_ours(t)), None)
-        if (present.value if present else None, present is None) == (taint.value if taint else None, taint is None):
+        # Clusternet's AddOrUpdateTaint and RemoveTaint: a new reason replaces the value in place.
+        new, changed = add_or_update_taint(taints, taint) if taint else remove_taint(taints, UNSCHEDULABLE)
+        if not changed:
             return
         desired = cluster.model_copy(deep=True)
-        kept = [t for t in taints if not _is_ours(t)]
-        desired.spec.taints = ([*kept, taint] if taint else kept) or None
+        desired.spec.taints = new or None
         await self.cluster_store.update(desired, cluster)
         name = cluster.namespaced_name()
         if taint is not None:

@@ -24,6 +24,7 @@ from clusternet_nats.api.clusters import ManagedCluster, ManagedClusterStatus
 from clusternet_nats.api.meta import Condition, set_condition
 from clusternet_nats.api.registry import by_kind
 from clusternet_nats.domain import clusterinit as init
+from clusternet_nats.domain.taints import add_or_update_taint, remove_taint
 from clusternet_nats.hub.clusterconditions import cluster_conditions
 from clusternet_nats.runtime.service import ServiceContext
 from clusternet_nats.store import AlreadyExistsError, Versioned, object_key, split_key
@@ -201,9 +202,10 @@ class ClusterInitController:
         taint = init.wanted_taint(self.enabled, condition)
         taints = cluster.spec.taints or []
         present = next((t for t in taints if init.is_init_taint(t)), None)
-        kept = [t for t in taints if not init.is_init_taint(t)]
-        if (present is None) != (taint is None) or (present and taint and present.value != taint.value):
-            desired.spec.taints = ([*kept, taint] if taint else kept) or None
+        # As the health controller's: a new reason replaces the value in place (domain/taints.py).
+        new, changed = add_or_update_taint(taints, taint) if taint else remove_taint(taints, init.waiting_taint())
+        if changed:
+            desired.spec.taints = new or None
         if desired.spec == cluster.spec:
             return
         await self.cluster_store.update(desired, cluster)

@@ -31,12 +31,12 @@ from typing import Any, TypeVar
 
 import structlog
 from clusternet_nats.api.meta import CLUSTER_ID_PATTERN, utcnow
-from clusternet_nats.api.registration import credential_hash
+from clusternet_nats.api.registration import BOOTSTRAP_TOKEN_PATTERN, credential_hash
 from clusternet_nats.api.subjects import AUTH_REQUEST
 from clusternet_nats.hub.registration import jwt, permissions
 from clusternet_nats.hub.registration.penalties import Penalties
 from clusternet_nats.hub.registration.permissions import Permissions
-from clusternet_nats.hub.registration.records import TOKEN_PATTERN, ClusterCredential, credential_store, token_store
+from clusternet_nats.hub.registration.records import ClusterCredential, credential_store, token_store
 from clusternet_nats.runtime.responder import Failure, Responder, Unanswerable
 from clusternet_nats.store import Informer, StatusStore
 from clusternet_nats.store.kv import Versioned
@@ -276,7 +276,7 @@ class AuthCallout:
         the negative caches; only then the store. `host` is where the connection comes from."""
         if not _CLUSTER_ID.fullmatch(user):
             raise Refused(f"user {_shown(user)} is not a cluster id")
-        token = TOKEN_PATTERN.fullmatch(password)
+        token = BOOTSTRAP_TOKEN_PATTERN.fullmatch(password)
         if token is None and not SECRET_PATTERN.fullmatch(password):
             raise Refused(f"cluster {user}: neither its credentials nor a bootstrap token")
         banned = self.penalties.refusal(user)

@@ -7,7 +7,6 @@ credential is a compare-and-set on the cluster id, so of two agents claiming one
 
 from __future__ import annotations
 
-import re
 import secrets
 import string
 from datetime import datetime, timedelta
@@ -21,7 +20,6 @@ from clusternet_nats.store.buckets import StoreLayout, ensure_stream, kv_stream_
 from clusternet_nats.store.kv import StatusStore
 from nats.js import JetStreamContext
 
-TOKEN_PATTERN = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
 _ALPHABET = string.ascii_lowercase + string.digits
 
 

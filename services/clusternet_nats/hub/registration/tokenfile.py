@@ -18,8 +18,8 @@ import asyncio
 from pathlib import Path
 
 import structlog
-from clusternet_nats.api.registration import credential_hash
-from clusternet_nats.hub.registration.records import TOKEN_PATTERN, BootstrapToken, token_store
+from clusternet_nats.api.registration import BOOTSTRAP_TOKEN_PATTERN, credential_hash
+from clusternet_nats.hub.registration.records import BootstrapToken, token_store
 from clusternet_nats.store.errors import ConflictError
 from clusternet_nats.store.kv import StatusStore
 from nats.js import JetStreamContext
@@ -38,7 +38,7 @@ def read_token_file(path: Path) -> list[str]:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        if not TOKEN_PATTERN.match(line):
+        if not BOOTSTRAP_TOKEN_PATTERN.match(line):
             raise ValueError(f"{path}:{number}: not a bootstrap token ([a-z0-9]{{6}}.[a-z0-9]{{16}})")
         tokens.append(line)
     return tokens
@@ -50,7 +50,7 @@ async def store_token_file(js: JetStreamContext, path: Path) -> list[str]:
     store = token_store(js)
     wanted: dict[str, str] = {}
     for token in tokens:
-        match = TOKEN_PATTERN.match(token)
+        match = BOOTSTRAP_TOKEN_PATTERN.match(token)
         assert match is not None  # read_token_file checked every line
         wanted[match.group(1)] = credential_hash(token)
     for token_id, secret_hash in wanted.items():

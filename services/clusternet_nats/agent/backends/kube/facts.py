@@ -5,18 +5,22 @@ counts by Ready condition (no condition at all is "lost"), capacity and allocata
 nodes, pods running and total, and per node its taints, whether it is cordoned and what its
 scheduled, unfinished pods request, so the predictor can tell whether a replica fits on one node
 rather than in the sum. Resource usage is
-what running pods request: Clusternet reads metrics-server, which a cluster need not run. Summing
-and counting are pure functions of the listed objects; `gather` only fetches.
+what running pods request: Clusternet reads metrics-server, which a cluster need not run. The
+service and pod CIDRs come from the control plane's pods' command lines, else the agent's
+`SERVICE_CIDR` and `CLUSTER_CIDR` (network.py). Summing and counting are pure functions of the
+listed objects; `gather` only fetches.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from clusternet_nats.agent.backends.base import ClusterFacts, NodeFacts
+from clusternet_nats.agent.backends.kube.network import find_cluster_cidr, find_service_cidr
 from clusternet_nats.api.meta import Taint
 from clusternet_nats.api.quantity import cpu_text, memory_text, milli_value, value
 from clusternet_nats.domain.replicas import replica_requirements
@@ -87,8 +91,15 @@ def node_facts(nodes: Sequence[Json], pods: Sequence[Json]) -> list[NodeFacts]:
 
 
 def summarize(
-    version: Json, health: Sequence[bool], nodes: Sequence[Json], pods: Sequence[Json], server: str
+    version: Json,
+    health: Sequence[bool],
+    nodes: Sequence[Json],
+    pods: Sequence[Json],
+    server: str,
+    env: Mapping[str, str] | None = None,
 ) -> ClusterFacts:
+    """`env`: the agent's environment, where the CIDRs are read when no pod names them."""
+    env = env if env is not None else {}
     conditions = [ready_condition(n) for n in nodes]
     running = [p for p in pods if p.get("status", {}).get("phase") == "Running"]
     healthz, livez, readyz = health
@@ -111,6 +122,8 @@ def summarize(
         healthz=healthz,
         livez=livez,
         readyz=readyz,
+        service_cidr=find_service_cidr(pods, env),
+        cluster_cidr=find_cluster_cidr(pods, env),
     )
 
 
@@ -127,4 +140,4 @@ async def gather(api: KubeApi) -> ClusterFacts:
         items("/api/v1/pods"),
     )
     health = [code == 200 for code in (healthz, livez, readyz)]
-    return summarize(version, health, nodes, pods, api.server)
+    return summarize(version, health, nodes, pods, api.server, os.environ)
