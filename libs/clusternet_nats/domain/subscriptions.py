@@ -10,6 +10,7 @@ current spec (its specHash), as Clusternet's deployer waits for the scheduler.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, TypeVar
 
 from clusternet_nats.api.apps import Subscription, SubscriptionStatus
@@ -57,9 +58,9 @@ def in_cluster_order(binding: SubscriptionBinding) -> SubscriptionBinding:
     """`binding` with its clusters in name order, each feed's replicas and predictions following
     their cluster (Clusternet's DefaultBinder sorts its TargetClusters so before it writes them)."""
     clusters = binding.binding_clusters
+    if all(a <= b for a, b in itertools.pairwise(clusters)):
+        return binding  # the common case, checked without sorting: the reconciler sorts first
     order = sorted(range(len(clusters)), key=clusters.__getitem__)
-    if order == list(range(len(clusters))):
-        return binding
 
     def follow(values: list[_T]) -> list[_T]:
         # A feed that is not divided has no replicas per cluster ([]): nothing to reorder.

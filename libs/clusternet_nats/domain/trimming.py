@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from clusternet_nats.api.loader import CLUSTERNET_GROUPS
+
 
 def _remove(obj: dict[str, Any], *path: str) -> None:
     """Deletes the field at `path`, if every step before the last is a mapping."""
@@ -73,17 +75,26 @@ _KIND_TRIMMERS: dict[tuple[str, str], Callable[[dict[str, Any]], None]] = {
 }
 
 
-def api_group(obj: dict[str, Any]) -> str | None:
-    """The group of the object's apiVersion ("" for the core group); None without one."""
+def _api_group(obj: dict[str, Any]) -> str:
+    """The group of the object's apiVersion ("" for the core group, or without one)."""
     api_version = obj.get("apiVersion")
-    return api_version.rpartition("/")[0] if isinstance(api_version, str) else None
+    return api_version.rpartition("/")[0] if isinstance(api_version, str) else ""
+
+
+def trimmed_kind(obj: dict[str, Any]) -> bool:
+    """Whether `trim` touches this object: a feed of any kind but Clusternet's own, which the
+    loader wraps as a Manifest (api/loader.py), never those kinds themselves."""
+    return _api_group(obj) not in CLUSTERNET_GROUPS
 
 
 def trim(obj: dict[str, Any]) -> dict[str, Any]:
-    """`obj`, trimmed in place as the shadow API stores it (Clusternet's trimResult)."""
+    """`obj`, trimmed in place as the shadow API stores it (Clusternet's trimResult); one of
+    Clusternet's own kinds is left as it is (`trimmed_kind`)."""
+    if not trimmed_kind(obj):
+        return obj
     trim_common_metadata(obj)
     kind = obj.get("kind")
-    trimmer = _KIND_TRIMMERS.get((api_group(obj) or "", kind if isinstance(kind, str) else ""))
+    trimmer = _KIND_TRIMMERS.get((_api_group(obj), kind if isinstance(kind, str) else ""))
     if trimmer is not None:
         trimmer(obj)
     trim_status(obj)

@@ -11,10 +11,9 @@ import copy
 from typing import Any
 
 from clusternet_nats.api import KubeObject, ObjectError, ObjectErrors, parse_object
-from clusternet_nats.api.loader import CLUSTERNET_GROUPS
 from clusternet_nats.api.yamljson import DecodeError, bounded
 from clusternet_nats.domain.admission import refusals
-from clusternet_nats.domain.trimming import api_group, trim
+from clusternet_nats.domain.trimming import trim, trimmed_kind
 from clusternet_nats.kube.rest import Json
 from clusternet_nats.store import object_key
 
@@ -55,9 +54,8 @@ def user_intent(obj: Json, keep: tuple[str, ...]) -> Json:
     else:
         meta.pop("annotations", None)
     intent = {**{k: v for k, v in obj.items() if k not in ("metadata", "status")}, "metadata": meta}
-    if api_group(intent) in CLUSTERNET_GROUPS:
-        return intent
-    return trim(copy.deepcopy(intent))  # a copy: trimming is in place, and `obj` is the informer's
+    # A copy to trim: trimming is in place, and `obj` is the informer's.
+    return trim(copy.deepcopy(intent)) if trimmed_kind(intent) else intent
 
 
 def to_model(obj: Json, keep: tuple[str, ...] = OUR_KIND_METADATA) -> KubeObject:

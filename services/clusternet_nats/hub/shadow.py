@@ -56,11 +56,11 @@ from clusternet_nats.api.labels import (
     CONFIG_VERSION,
     RESERVED_NAMESPACE,
 )
-from clusternet_nats.api.loader import CLUSTERNET_GROUPS, guess_resource
+from clusternet_nats.api.loader import guess_resource
 from clusternet_nats.api.paths import SHADOW_OBJECTS_PATH, collection_path, object_path
 from clusternet_nats.domain.finalizers import FEED_PROTECTION_ANNOTATION
 from clusternet_nats.domain.patches import strategic_merge
-from clusternet_nats.domain.trimming import api_group, trim
+from clusternet_nats.domain.trimming import trim
 from clusternet_nats.hub.apiversions import normalize_api_group_resources
 from clusternet_nats.hub.apply import merge
 from clusternet_nats.hub.auth.gate import authorize_as, authorizes_itself
@@ -257,8 +257,7 @@ async def _authorized_body(request: web.Request, named: bool) -> KubeObject:
     """The object a write to the objects path carries, once the user may write it there; any kind
     but Clusternet's own is trimmed as the shadow API stores it."""
     body = await read_body(request)
-    if api_group(body) not in CLUSTERNET_GROUPS:
-        trim(body)
+    trim(body)
     obj = parse(body)
     await authorize_as(request, request.method, shadow_path(body, obj, named=named))
     return obj

@@ -21,7 +21,6 @@ store read.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import ipaddress
 import re
 import time
@@ -31,7 +30,7 @@ from typing import Any, TypeVar
 
 import structlog
 from clusternet_nats.api.meta import CLUSTER_ID_PATTERN, utcnow
-from clusternet_nats.api.registration import BOOTSTRAP_TOKEN_PATTERN, credential_hash
+from clusternet_nats.api.registration import BOOTSTRAP_TOKEN_PATTERN
 from clusternet_nats.api.subjects import AUTH_REQUEST
 from clusternet_nats.hub.registration import jwt, permissions
 from clusternet_nats.hub.registration.penalties import Penalties
@@ -305,9 +304,7 @@ class AuthCallout:
         if self._known_good.has(pair, now):
             return True
         held = self._held(user)
-        if held is None or held.revoked:
-            return False
-        return hmac.compare_digest(credential_hash(password), held.secret_hash)
+        return held is not None and not held.revoked and held.has_secret(password)
 
     def _held(self, cluster_id: str) -> ClusterCredential | None:
         return self.registered.get(cluster_id) if self.registered is not None else None
@@ -346,7 +343,7 @@ class AuthCallout:
             self._unknown_clusters.add(cluster_id, now)
             raise Refused(wrong)
         credential = found.value
-        if not hmac.compare_digest(credential_hash(secret), credential.secret_hash):
+        if not credential.has_secret(secret):
             raise Refused(wrong)
         if credential.revoked:
             raise Refused(f"cluster {cluster_id} was deleted; its credentials are revoked")

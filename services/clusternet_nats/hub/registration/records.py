@@ -7,6 +7,7 @@ credential is a compare-and-set on the cluster id, so of two agents claiming one
 
 from __future__ import annotations
 
+import hmac
 import secrets
 import string
 from datetime import datetime, timedelta
@@ -46,6 +47,10 @@ class ClusterCredential(Model):
     approved: bool = False
     revoked: bool = False
     """Its ManagedCluster was deleted: refused from now on, deleted once its links are dropped."""
+
+    def has_secret(self, secret: str) -> bool:
+        """Whether `secret` is this cluster's: its hash, compared in constant time."""
+        return hmac.compare_digest(credential_hash(secret), self.secret_hash)
 
 
 def new_token(ttl: timedelta | None, description: str = "") -> tuple[str, BootstrapToken]:
