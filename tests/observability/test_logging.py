@@ -8,7 +8,6 @@ import contextlib
 import io
 import json
 import logging
-from collections.abc import Iterator
 
 import pytest
 import structlog
@@ -17,22 +16,11 @@ from clusternet_nats.store.tracecontext import bind_service, span, use_provider
 from opentelemetry.sdk.trace import TracerProvider
 
 
-@pytest.fixture
-def restored() -> Iterator[None]:
-    """Puts structlog's and the root logger's configuration back as the test session had them."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    config = structlog.get_config()
-    yield
-    root.handlers, root.level = handlers, level
-    structlog.configure(**config)
-
-
 def lines(capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:
     return [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.strip()]
 
 
-def test_json_lines_carry_service_and_trace_ids(capsys: pytest.CaptureFixture[str], restored: None) -> None:
+def test_json_lines_carry_service_and_trace_ids(capsys: pytest.CaptureFixture[str]) -> None:
     configure_logging("info", json=True, service="clusternet-test")
     log = structlog.get_logger("test")
     log.info("outside", cluster="c1")
@@ -52,9 +40,7 @@ def test_json_lines_carry_service_and_trace_ids(capsys: pytest.CaptureFixture[st
     assert library["trace_id"] == inside["trace_id"]
 
 
-async def test_a_task_bound_service_wins_over_the_process_name(
-    capsys: pytest.CaptureFixture[str], restored: None
-) -> None:
+async def test_a_task_bound_service_wins_over_the_process_name(capsys: pytest.CaptureFixture[str]) -> None:
     configure_logging("info", json=True, service="clusternet-process")
 
     async def service_task() -> None:
@@ -68,7 +54,7 @@ async def test_a_task_bound_service_wins_over_the_process_name(
     assert process["service"] == "clusternet-process"
 
 
-def test_the_console_renderer_is_not_json(capsys: pytest.CaptureFixture[str], restored: None) -> None:
+def test_the_console_renderer_is_not_json(capsys: pytest.CaptureFixture[str]) -> None:
     configure_logging("info", json=False, service="clusternet-test")
     structlog.get_logger().info("readable", cluster="c1")
     err = capsys.readouterr().err
@@ -76,7 +62,7 @@ def test_the_console_renderer_is_not_json(capsys: pytest.CaptureFixture[str], re
     assert not err.lstrip().startswith("{"), err
 
 
-def test_lines_go_to_the_stderr_of_the_moment(capsys: pytest.CaptureFixture[str], restored: None) -> None:
+def test_lines_go_to_the_stderr_of_the_moment(capsys: pytest.CaptureFixture[str]) -> None:
     """A command run in-process (CliRunner) sets logging up on its own stderr, then closes it."""
     swapped = io.StringIO()
     with contextlib.redirect_stderr(swapped):

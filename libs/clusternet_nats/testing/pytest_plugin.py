@@ -10,6 +10,7 @@ chart `greeter` 0.1.0 and 0.2.0 (testing/charts.py), also once per session and o
 
 from __future__ import annotations
 
+import logging
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -29,6 +30,20 @@ def pytest_configure(config: pytest.Config) -> None:
     whatever `sys.stdout` is when it logs, which inside a CLI test is the CLI's captured output,
     so a background service's line would land in the table a test reads."""
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.__stderr__))
+
+
+@pytest.fixture(autouse=True)
+def _logging_kept() -> Iterator[None]:
+    """Puts structlog's and the root logger's configuration back after each test: one that runs a
+    service's command in-process (CliRunner) configures logging as the service does, to the stderr
+    of that moment, which would send every later test's background lines into its captured output."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    config = structlog.get_config()
+    yield
+    root.handlers, root.level = handlers, level
+    structlog.configure(**config)
+
 
 @pytest.fixture(scope="session")
 def nats_server() -> Iterator[NatsServer]:
